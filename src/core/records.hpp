@@ -1,0 +1,153 @@
+// The records the protocol keeps in the store, and their codecs.
+//
+// Every record is strict, versioned JSON ({"v":1,...}): an unknown or missing field, a wrong
+// version, a wrong type, a key/id mismatch or plain garbage is a RecordError that names the key.
+// 64-bit integers are exact. Opaque byte fields (descriptor, progress state) are base64.
+// Decoding never crashes on hostile input: a peer or an operator can write anything.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "etlc/errors.hpp"
+#include "etlc/split.hpp"
+
+namespace etlc::core {
+
+inline constexpr std::uint32_t kRecordVersion = 1;
+
+enum class RecordErrc : std::uint8_t {
+  malformed,         // not JSON, or not an object
+  wrong_version,     // "v" missing or not kRecordVersion
+  missing_field,     // a required field is absent
+  unknown_field,     // a field this version does not define
+  wrong_type,        // a field has the wrong JSON type or is out of range
+  id_mismatch,       // the record's id does not match its key
+  too_large,         // an encoded record exceeds kMaxValueBytes
+};
+
+class RecordError : public Error {
+ public:
+  RecordError(RecordErrc code, std::string key, const std::string& detail);
+  RecordErrc code() const noexcept { return code_; }
+  const std::string& key() const noexcept { return key_; }
+
+ private:
+  RecordErrc code_;
+  std::string key_;
+};
+
+// leader: who leads, with which process nonce, in which term.
+struct LeaderRecord {
+  std::string owner;  // instance id
+  std::string nonce;  // the owner's per-process nonce
+  std::uint64_t term = 0;
+  friend bool operator==(const LeaderRecord&, const LeaderRecord&) = default;
+};
+
+enum class Finality : std::uint8_t { open, final };
+enum class Verdict : std::uint8_t { running, complete, stalled };
+
+// plan: the job's plan header. `term` is the leader fence: a new leader bumps it by CAS before
+// writing anything else, so a deposed leader's plan write loses.
+struct PlanRecord {
+  std::string fingerprint;  // the job's fingerprint (planner config); members must match it
+  std::uint64_t term = 0;   // term of the leader that last wrote it
+  Finality finality = Finality::open;
+  bool planned = false;            // a plan has been published (specs + split records seeded)
+  std::uint64_t split_count = 0;   // splits planned so far
+  std::optional<std::string> cursor;  // planner cursor for open plans
+  std::uint64_t completed = 0;
+  std::uint64_t quarantined = 0;
+  Verdict verdict = Verdict::running;
+  friend bool operator==(const PlanRecord&, const PlanRecord&) = default;
+};
+
+// spec.{split}: immutable descriptor + weight, created once by the leader.
+struct SpecRecord {
+  SplitSpec spec;
+  friend bool operator==(const SpecRecord&, const SpecRecord&) = default;
+};
+
+enum class SplitStatus : std::uint8_t { runnable, completed, quarantined };
+
+// split.{split}: THE FENCE. Every ownership change bumps `epoch` by CAS; every progress commit is
+// a CAS on this record, so a stale owner can never write.
+struct SplitRecord {
+  std::string id;
+  std::uint64_t epoch = 0;                 // bumped on every claim
+  SplitStatus status = SplitStatus::runnable;
+  std::optional<std::string> owner;        // instance id of the owner of `epoch`, if any
+  std::optional<std::string> owner_nonce;  // that owner's process nonce
+  std::uint32_t attempts = 0;              // non-graceful ends so far (poison evidence)
+  std::uint64_t weight = 0;
+  SplitProgress progress;                  // watermark + opaque state
+  std::optional<std::string> last_error;   // the most recent fail() reason, for operators
+  friend bool operator==(const SplitRecord&, const SplitRecord&) = default;
+};
+
+// lease.{split}: written once at claim, deleted at release. Live exactly while its owner's
+// session is.
+struct LeaseRecord {
+  std::string split;
+  std::string owner;
+  std::string nonce;
+  std::uint64_t epoch = 0;
+  friend bool operator==(const LeaseRecord&, const LeaseRecord&) = default;
+};
+
+// member.{instance}: the session. Renewed by CAS every lease/3 (counter increments).
+struct MemberRecord {
+  std::string instance;
+  std::string nonce;
+  std::string fingerprint;
+  std::uint32_t max_in_flight = 0;
+  std::uint64_t counter = 0;
+  std::uint64_t lease_ms = 0;  // the member's lease duration, so observers judge it consistently
+  friend bool operator==(const MemberRecord&, const MemberRecord&) = default;
+};
+
+// assign.{instance}: the leader's instruction to one member.
+struct AssignmentRecord {
+  std::string instance;
+  std::uint64_t term = 0;
+  std::vector<std::string> splits;  // sorted, unique
+  friend bool operator==(const AssignmentRecord&, const AssignmentRecord&) = default;
+};
+
+// cordon.{instance}: written by an operator; the leader treats the member as having no lanes.
+struct CordonRecord {
+  std::string instance;
+  std::string reason;
+  friend bool operator==(const CordonRecord&, const CordonRecord&) = default;
+};
+
+// Encoders produce compact JSON and throw RecordError(too_large) past kMaxValueBytes.
+// Decoders take the key the bytes were read from (for messages and the id check).
+std::string encode(const LeaderRecord& r);
+std::string encode(const PlanRecord& r);
+std::string encode(const SpecRecord& r);
+std::string encode(const SplitRecord& r);
+std::string encode(const LeaseRecord& r);
+std::string encode(const MemberRecord& r);
+std::string encode(const AssignmentRecord& r);
+std::string encode(const CordonRecord& r);
+
+LeaderRecord decode_leader(std::string_view key, std::string_view bytes);
+PlanRecord decode_plan(std::string_view key, std::string_view bytes);
+SpecRecord decode_spec(std::string_view key, std::string_view bytes);
+SplitRecord decode_split(std::string_view key, std::string_view bytes);
+LeaseRecord decode_lease(std::string_view key, std::string_view bytes);
+MemberRecord decode_member(std::string_view key, std::string_view bytes);
+AssignmentRecord decode_assignment(std::string_view key, std::string_view bytes);
+CordonRecord decode_cordon(std::string_view key, std::string_view bytes);
+
+std::string_view to_string(RecordErrc c) noexcept;
+std::string_view to_string(SplitStatus s) noexcept;
+std::string_view to_string(Finality f) noexcept;
+std::string_view to_string(Verdict v) noexcept;
+
+}  // namespace etlc::core
