@@ -1,8 +1,10 @@
 // The key layout of a job, and the injective encoding of ids into the store's key alphabet.
 //
 // Layout (one bucket/namespace per job):
-//   leader               LeaderRecord
-//   plan                 PlanRecord
+//   job.leader           LeaderRecord
+//   job.plan             PlanRecord
+// (leader and plan share the "job." prefix so one prefix watch follows both: the store contract
+// has prefix watches only, and NATS subject filters are token-aligned.)
 //   spec.{split}         SpecRecord
 //   split.{split}        SplitRecord (the fence)
 //   lease.{split}        LeaseRecord
@@ -25,8 +27,9 @@
 
 namespace etlc::core {
 
-inline constexpr std::string_view kLeaderKey = "leader";
-inline constexpr std::string_view kPlanKey = "plan";
+inline constexpr std::string_view kJobPrefix = "job.";
+inline constexpr std::string_view kLeaderKey = "job.leader";
+inline constexpr std::string_view kPlanKey = "job.plan";
 inline constexpr std::string_view kSpecPrefix = "spec.";
 inline constexpr std::string_view kSplitPrefix = "split.";
 inline constexpr std::string_view kLeasePrefix = "lease.";
