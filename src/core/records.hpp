@@ -4,6 +4,37 @@
 // version, a wrong type, a key/id mismatch or plain garbage is a RecordError that names the key.
 // 64-bit integers are exact. Opaque byte fields (descriptor, progress state) are base64.
 // Decoding never crashes on hostile input: a peer or an operator can write anything.
+//
+// Wire format (compact JSON, fields in this order; names are the C++ member names):
+//   leader  {"v":1,"owner":id,"nonce":s,"term":u64}
+//   plan    {"v":1,"fingerprint":s,"term":u64,"finality":"open"|"final","planned":bool,
+//            "split_count":u64,"cursor"?:s,"completed":u64,"quarantined":u64,
+//            "verdict":"running"|"complete"|"stalled"}
+//   spec    {"v":1,"id":id,"descriptor":b64,"weight":u64}
+//   split   {"v":1,"id":id,"epoch":u64,"status":"runnable"|"completed"|"quarantined",
+//            "owner"?:id,"owner_nonce"?:s,"attempts":u32,"weight":u64,
+//            "progress":{"watermark":u64,"state":b64},"last_error"?:s}
+//   lease   {"v":1,"split":id,"owner":id,"nonce":s,"epoch":u64}
+//   member  {"v":1,"instance":id,"nonce":s,"fingerprint":s,"max_in_flight":u32,"counter":u64,
+//            "lease_ms":u64}
+//   assign  {"v":1,"instance":id,"term":u64,"splits":[id,...]}   (strictly increasing bytewise)
+//   cordon  {"v":1,"instance":id,"reason":s}
+// where id is a string that passes validate_id (keys.hpp), s any UTF-8 string, u64/u32 a
+// non-negative JSON integer in range (no fraction, exponent or sign), b64 canonical padded
+// standard base64 (core/base64.hpp) of at most kMaxDescriptorBytes / kMaxProgressStateBytes.
+//
+// Optional fields ("?:" above): ABSENT means nullopt. The encoder omits them; an explicit null
+// is wrong_type, so every value has exactly one encoding. Duplicate object keys are malformed.
+// The id check: spec/split/lease records must sit at the key of their own split id, member/
+// assign/cordon records at the key of their own instance id (id_mismatch otherwise); leader and
+// plan live at fixed keys and have no id check.
+//
+// Encoders refuse what the decoders would refuse, so a successful encode always decodes back to
+// an equal record: an invalid id, a non-UTF-8 text field, an oversized opaque field or unsorted
+// assignment splits throw ConfigError naming the record and field; output over kMaxValueBytes
+// throws RecordError(too_large). Decoders throw only RecordError (and std::bad_alloc); inputs
+// over kMaxValueBytes are too_large and nesting deeper than 8 is malformed, before parsing.
+// All functions are pure and thread-safe.
 #pragma once
 
 #include <cstdint>
