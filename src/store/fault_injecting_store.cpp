@@ -1,0 +1,478 @@
+// FaultInjectingStore (see include/etlc/fault_injecting_store.hpp).
+//
+// Watches: each handle shares a FaultWatchControl with the decorator. Held events are not copied
+// anywhere: they stay in the inner watch's queue (which keeps its own bound) until poll is allowed
+// to read it again or release_held moves some into `ready`. Lock order: decorator mu_ is never
+// held while a control's mutex is taken; a control's mutex is held while calling its inner watch's
+// poll (the inner watch is then used by one thread at a time, as the Watch contract requires).
+// Callbacks run with no lock held; callbacks the decorator starts are counted in flight so that a
+// destructor can wait them out, and the inner watch's own callbacks end when it is destroyed.
+#include "etlc/fault_injecting_store.hpp"
+
+#include <algorithm>
+#include <condition_variable>
+#include <exception>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "etlc/errors.hpp"
+
+namespace etlc {
+
+namespace detail {
+
+struct FaultWatchControl {
+  FaultWatchControl(std::shared_ptr<const std::function<void()>> notify_fn,
+                    std::size_t max_pending_events, std::string watched_prefix)
+      : notify(std::move(notify_fn)),
+        max_pending(max_pending_events),
+        prefix(std::move(watched_prefix)) {}
+
+  const std::shared_ptr<const std::function<void()>> notify;  // never null; may hold an empty fn
+  const std::size_t max_pending;
+  const std::string prefix;
+
+  std::mutex mu;
+  std::condition_variable idle;  // signalled when notifies_in_flight drops to 0
+  std::unique_ptr<Watch> inner;  // null once broken or cancelled
+  std::deque<WatchEvent> ready;  // released while holding, not yet polled
+  bool holding = false;
+  bool broken = false;             // by break_watches: every poll throws
+  std::exception_ptr inner_error;  // the inner watch broke: thrown once `ready` is drained
+  bool cancelled = false;          // the handle is being destroyed
+  std::size_t notifies_in_flight = 0;
+};
+
+}  // namespace detail
+
+namespace {
+
+using detail::FaultWatchControl;
+
+// Runs the consumer's callback from the decorator (not from the inner watch). noexcept: a
+// throwing callback breaks the Watch contract and terminates.
+void notify_control(FaultWatchControl& control) noexcept {
+  {
+    std::lock_guard<std::mutex> lock(control.mu);
+    if (control.cancelled || !*control.notify) return;
+    ++control.notifies_in_flight;
+  }
+  (*control.notify)();
+  std::lock_guard<std::mutex> lock(control.mu);
+  if (--control.notifies_in_flight == 0) control.idle.notify_all();
+}
+
+class FaultWatch final : public Watch {
+ public:
+  explicit FaultWatch(std::shared_ptr<FaultWatchControl> control) : control_(std::move(control)) {}
+
+  ~FaultWatch() override {
+    std::unique_ptr<Watch> inner;
+    {
+      std::lock_guard<std::mutex> lock(control_->mu);
+      control_->cancelled = true;
+      inner = std::move(control_->inner);
+    }
+    inner.reset();  // waits out the inner watch's callbacks
+    std::unique_lock<std::mutex> lock(control_->mu);
+    control_->idle.wait(lock, [this] { return control_->notifies_in_flight == 0; });
+  }
+
+  FaultWatch(const FaultWatch&) = delete;
+  FaultWatch& operator=(const FaultWatch&) = delete;
+
+  std::size_t poll(std::vector<WatchEvent>& out, std::size_t max_events) override {
+    FaultWatchControl& c = *control_;
+    std::lock_guard<std::mutex> lock(c.mu);
+    if (c.broken) {
+      throw StoreError(StoreErrc::watch_broken,
+                       fmt::format("watch of '{}' was broken by FaultInjectingStore", c.prefix));
+    }
+    if (!c.ready.empty()) {
+      std::size_t n = 0;
+      while (n < max_events && !c.ready.empty()) {
+        out.push_back(std::move(c.ready.front()));
+        c.ready.pop_front();
+        ++n;
+      }
+      return n;
+    }
+    if (c.inner_error) std::rethrow_exception(c.inner_error);
+    if (c.holding || max_events == 0 || !c.inner) return 0;
+    try {
+      return c.inner->poll(out, max_events);
+    } catch (const StoreError& e) {
+      if (e.code() == StoreErrc::watch_broken) c.inner_error = std::current_exception();
+      throw;
+    }
+  }
+
+ private:
+  std::shared_ptr<FaultWatchControl> control_;
+};
+
+std::string injected_message(OpKind kind, std::string_view key) {
+  return fmt::format("injected by FaultInjectingStore: {} of '{}'", to_string(kind), key);
+}
+
+}  // namespace
+
+std::string_view to_string(OpKind kind) noexcept {
+  switch (kind) {
+    case OpKind::create:
+      return "create";
+    case OpKind::update:
+      return "update";
+    case OpKind::erase:
+      return "erase";
+    case OpKind::get:
+      return "get";
+    case OpKind::watch:
+      return "watch";
+    case OpKind::list:
+      return "list";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(OpOutcome outcome) noexcept {
+  switch (outcome) {
+    case OpOutcome::ok:
+      return "ok";
+    case OpOutcome::conflict:
+      return "conflict";
+    case OpOutcome::absent:
+      return "absent";
+    case OpOutcome::error:
+      return "error";
+  }
+  return "unknown";
+}
+
+FaultInjectingStore::FaultInjectingStore(std::shared_ptr<KvStore> inner,
+                                         std::size_t op_log_capacity)
+    : inner_(std::move(inner)), op_log_capacity_(op_log_capacity) {
+  if (!inner_) throw UsageError("FaultInjectingStore needs an inner store (got null)");
+}
+
+FaultInjectingStore::~FaultInjectingStore() = default;
+
+// --- bookkeeping ------------------------------------------------------------------------------
+
+std::uint64_t FaultInjectingStore::admit(OpKind kind, std::string_view key, bool is_write,
+                                         const std::function<void()>& validate, Fault& fault) {
+  std::uint64_t seq = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counts_[static_cast<std::size_t>(kind)];
+    seq = next_seq_++;
+  }
+  try {
+    validate();
+  } catch (const StoreError& e) {
+    record_error(seq, kind, key, e.code(), false);
+    throw;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (fail_pending_ > 0) {
+      --fail_pending_;
+      fault = Fault{FaultKind::fail, fail_code_};
+    } else if (is_write && unknown_pending_ > 0) {
+      --unknown_pending_;
+      fault = Fault{unknown_apply_ ? FaultKind::unknown_apply : FaultKind::unknown_drop,
+                    StoreErrc::unknown_outcome};
+    } else {
+      fault = Fault{};
+    }
+  }
+  if (fault.kind == FaultKind::fail || fault.kind == FaultKind::unknown_drop) {
+    record_error(seq, kind, key, fault.code, true);
+    throw StoreError(fault.code, injected_message(kind, key));
+  }
+  return seq;
+}
+
+template <typename Call>
+auto FaultInjectingStore::call_inner(std::uint64_t seq, OpKind kind, std::string_view key,
+                                     Call&& call) -> decltype(call()) {
+  try {
+    return call();
+  } catch (const StoreError& e) {
+    record_error(seq, kind, key, e.code(), false);
+    throw;
+  }
+}
+
+void FaultInjectingStore::record(OpRecord rec) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (op_log_capacity_ == 0) return;
+  if (log_.size() == op_log_capacity_) log_.pop_front();
+  log_.push_back(std::move(rec));
+}
+
+void FaultInjectingStore::record_error(std::uint64_t seq, OpKind kind, std::string_view key,
+                                       StoreErrc code, bool injected) {
+  OpRecord rec;
+  rec.seq = seq;
+  rec.kind = kind;
+  rec.key = std::string(key);
+  rec.outcome = OpOutcome::error;
+  rec.error = code;
+  rec.injected = injected;
+  record(std::move(rec));
+}
+
+WriteResult FaultInjectingStore::write_op(OpKind kind, std::string_view key,
+                                          const std::function<void()>& validate,
+                                          const std::function<WriteResult()>& call) {
+  Fault fault;
+  const std::uint64_t seq = admit(kind, key, /*is_write=*/true, validate, fault);
+  const WriteResult result = call_inner(seq, kind, key, call);
+  OpRecord rec;
+  rec.seq = seq;
+  rec.kind = kind;
+  rec.key = std::string(key);
+  rec.revision = result.revision;
+  rec.landed = result.ok;
+  if (fault.kind == FaultKind::unknown_apply) {
+    rec.outcome = OpOutcome::error;
+    rec.error = StoreErrc::unknown_outcome;
+    rec.injected = true;
+    record(std::move(rec));
+    throw StoreError(StoreErrc::unknown_outcome, injected_message(kind, key));
+  }
+  rec.outcome = result.ok ? OpOutcome::ok : OpOutcome::conflict;
+  record(std::move(rec));
+  return result;
+}
+
+// --- KvStore ----------------------------------------------------------------------------------
+
+WriteResult FaultInjectingStore::create(std::string_view key, std::string_view value) {
+  return write_op(
+      OpKind::create, key,
+      [&] {
+        validate_key(key);
+        validate_value(key, value);
+      },
+      [&] { return inner_->create(key, value); });
+}
+
+WriteResult FaultInjectingStore::update(std::string_view key, std::string_view value,
+                                        Revision expected) {
+  return write_op(
+      OpKind::update, key,
+      [&] {
+        validate_key(key);
+        validate_value(key, value);
+      },
+      [&] { return inner_->update(key, value, expected); });
+}
+
+WriteResult FaultInjectingStore::erase(std::string_view key, Revision expected) {
+  return write_op(
+      OpKind::erase, key, [&] { validate_key(key); }, [&] { return inner_->erase(key, expected); });
+}
+
+std::optional<Entry> FaultInjectingStore::get(std::string_view key) {
+  Fault fault;
+  const std::uint64_t seq = admit(
+      OpKind::get, key, /*is_write=*/false, [&] { validate_key(key); }, fault);
+  std::optional<Entry> entry = call_inner(seq, OpKind::get, key, [&] { return inner_->get(key); });
+  OpRecord rec;
+  rec.seq = seq;
+  rec.kind = OpKind::get;
+  rec.key = std::string(key);
+  rec.outcome = entry ? OpOutcome::ok : OpOutcome::absent;
+  rec.revision = entry ? entry->revision : 0;
+  record(std::move(rec));
+  return entry;
+}
+
+std::vector<Entry> FaultInjectingStore::list(std::string_view prefix) {
+  Fault fault;
+  const std::uint64_t seq = admit(
+      OpKind::list, prefix, /*is_write=*/false, [&] { validate_prefix(prefix); }, fault);
+  std::vector<Entry> entries =
+      call_inner(seq, OpKind::list, prefix, [&] { return inner_->list(prefix); });
+  OpRecord rec;
+  rec.seq = seq;
+  rec.kind = OpKind::list;
+  rec.key = std::string(prefix);
+  record(std::move(rec));
+  return entries;
+}
+
+std::unique_ptr<Watch> FaultInjectingStore::watch(std::string_view prefix, WatchOptions options) {
+  Fault fault;
+  const std::uint64_t seq = admit(
+      OpKind::watch, prefix, /*is_write=*/false, [&] { validate_prefix(prefix); }, fault);
+  // One callable shared by the inner watch and the decorator, so a stateful callback is not
+  // copied.
+  auto notify = std::make_shared<const std::function<void()>>(std::move(options.notify));
+  WatchOptions inner_options;
+  inner_options.max_pending = options.max_pending;
+  if (*notify) inner_options.notify = [notify] { (*notify)(); };
+  auto control =
+      std::make_shared<FaultWatchControl>(notify, options.max_pending, std::string(prefix));
+  control->inner = call_inner(seq, OpKind::watch, prefix,
+                              [&] { return inner_->watch(prefix, std::move(inner_options)); });
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    control->holding = hold_;  // published to other threads through mu_
+    if (watches_.size() >= 2 * std::max<std::size_t>(watches_pruned_at_, 16)) {
+      std::erase_if(watches_, [](const auto& w) { return w.expired(); });
+      watches_pruned_at_ = watches_.size();
+    }
+    watches_.push_back(control);
+  }
+  OpRecord rec;
+  rec.seq = seq;
+  rec.kind = OpKind::watch;
+  rec.key = std::string(prefix);
+  record(std::move(rec));
+  return std::make_unique<FaultWatch>(std::move(control));
+}
+
+// --- faults -----------------------------------------------------------------------------------
+
+void FaultInjectingStore::fail_next(std::size_t n, StoreErrc code) {
+  std::lock_guard<std::mutex> lock(mu_);
+  fail_pending_ = n;
+  fail_code_ = code;
+}
+
+void FaultInjectingStore::unknown_outcome_next(std::size_t n, bool apply) {
+  std::lock_guard<std::mutex> lock(mu_);
+  unknown_pending_ = n;
+  unknown_apply_ = apply;
+}
+
+void FaultInjectingStore::clear_faults() {
+  std::lock_guard<std::mutex> lock(mu_);
+  fail_pending_ = 0;
+  unknown_pending_ = 0;
+}
+
+std::size_t FaultInjectingStore::failures_pending() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return fail_pending_;
+}
+
+std::size_t FaultInjectingStore::unknown_outcomes_pending() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return unknown_pending_;
+}
+
+std::vector<std::shared_ptr<FaultWatchControl>> FaultInjectingStore::live_watches() {
+  std::vector<std::shared_ptr<FaultWatchControl>> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  out.reserve(watches_.size());
+  for (const auto& weak : watches_) {
+    if (auto control = weak.lock()) out.push_back(std::move(control));
+  }
+  return out;
+}
+
+void FaultInjectingStore::hold_watch_events(bool hold) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    hold_ = hold;
+  }
+  // A watch created after the flag changed already has the new value; setting it again is
+  // harmless.
+  for (const auto& control : live_watches()) {
+    {
+      std::lock_guard<std::mutex> lock(control->mu);
+      control->holding = hold;
+    }
+    if (!hold) notify_control(*control);
+  }
+}
+
+bool FaultInjectingStore::holding_watch_events() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return hold_;
+}
+
+std::size_t FaultInjectingStore::release_held(std::size_t max_per_watch) {
+  std::size_t total = 0;
+  for (const auto& control : live_watches()) {
+    bool wake = false;
+    {
+      std::lock_guard<std::mutex> lock(control->mu);
+      if (control->cancelled || control->broken || control->inner_error || !control->inner ||
+          !control->holding) {
+        continue;
+      }
+      const std::size_t room =
+          control->max_pending - std::min(control->ready.size(), control->max_pending);
+      const std::size_t want = std::min(max_per_watch, room);
+      if (want == 0) continue;
+      std::vector<WatchEvent> got;
+      try {
+        control->inner->poll(got, want);
+      } catch (const StoreError&) {
+        control->inner_error = std::current_exception();
+        wake = true;
+      }
+      total += got.size();
+      wake = wake || !got.empty();
+      for (WatchEvent& event : got) control->ready.push_back(std::move(event));
+    }
+    if (wake) notify_control(*control);
+  }
+  return total;
+}
+
+void FaultInjectingStore::break_watches() {
+  for (const auto& control : live_watches()) {
+    std::unique_ptr<Watch> dead;
+    {
+      std::lock_guard<std::mutex> lock(control->mu);
+      if (control->cancelled || control->broken) continue;
+      control->broken = true;
+      control->ready.clear();
+      dead = std::move(control->inner);
+    }
+    dead.reset();  // outside the lock: its destructor may wait for its callbacks
+    notify_control(*control);
+  }
+}
+
+std::size_t FaultInjectingStore::watch_count() const {
+  std::vector<std::shared_ptr<FaultWatchControl>> controls;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& weak : watches_) {
+      if (auto control = weak.lock()) controls.push_back(std::move(control));
+    }
+  }
+  std::size_t n = 0;
+  for (const auto& control : controls) {
+    std::lock_guard<std::mutex> lock(control->mu);
+    if (!control->cancelled && !control->broken && !control->inner_error) ++n;
+  }
+  return n;
+}
+
+// --- observation ------------------------------------------------------------------------------
+
+std::vector<OpRecord> FaultInjectingStore::op_log() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {log_.begin(), log_.end()};
+}
+
+void FaultInjectingStore::clear_op_log() {
+  std::lock_guard<std::mutex> lock(mu_);
+  log_.clear();
+}
+
+std::uint64_t FaultInjectingStore::op_count(OpKind kind) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return counts_[static_cast<std::size_t>(kind)];
+}
+
+}  // namespace etlc
