@@ -1,0 +1,57 @@
+// Configuration of one member (one Coordinator). Validated at construction: every rule that is
+// broken is named in the ConfigError message.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace etlc {
+
+inline constexpr std::uint32_t kMaxLanes = 1024;
+
+struct CoordinatorConfig {
+  // Stable identity of this member. Give each replica a stable id (a pod name) so a restart
+  // reclaims its own splits at once; empty = a random id per process. At most 256 bytes UTF-8.
+  std::string instance_id;
+
+  // A member that has not renewed its session for this long is expired by its peers; its
+  // splits then move (after rebalance_delay). Renewals run every lease_duration / 3.
+  std::chrono::milliseconds lease_duration{15'000};
+
+  // Lane budget: the most splits this member holds at once. Advertised to the leader, which
+  // balances against each member's own budget. 1..kMaxLanes.
+  std::uint32_t max_in_flight = 8;
+
+  // How long a departed member's splits are withheld so that a quick restart reclaims them and
+  // nothing moves. 0 = reassign immediately (a supported setting, its own code path).
+  std::chrono::milliseconds rebalance_delay{20'000};
+
+  // How long a revoked split may drain cooperatively before the release is forced. May exceed
+  // lease_duration; must be at least op_timeout.
+  std::chrono::milliseconds drain_deadline{10'000};
+
+  // The longest one store operation is expected to take. lease_duration >= 3 * op_timeout. It is
+  // also the safety margin: a member that could not renew within lease_duration - op_timeout of
+  // its last successful renewal stops its lanes itself.
+  std::chrono::milliseconds op_timeout{2'000};
+
+  // Non-graceful ends (crash, takeover, fail()) a split may suffer before it is quarantined.
+  std::uint32_t max_attempts = 4;
+
+  // How often the leader re-runs the planner of an open plan. Ignored for final plans.
+  std::chrono::milliseconds replan_interval{60'000};
+
+  // The leader recomputes the assignment at most this often while events keep arriving
+  // (bursts are coalesced). 0 = after every burst.
+  std::chrono::milliseconds assignment_interval{50};
+
+  // Bulk store writes (seeding a plan) the leader issues per control-loop step, so session
+  // renewal is never queued behind bulk work. 1..100000.
+  std::uint32_t bulk_ops_per_step = 512;
+
+  // Throws ConfigError naming the broken rule.
+  void validate() const;
+};
+
+}  // namespace etlc

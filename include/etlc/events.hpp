@@ -1,0 +1,72 @@
+// Events a member reports to user code through Coordinator::poll().
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <variant>
+
+#include "etlc/split.hpp"
+
+namespace etlc {
+
+// This member now owns the split: open a lane and resume from `progress`.
+struct SplitGranted {
+  SplitSpec spec;
+  std::uint64_t epoch = 0;
+  SplitProgress progress;
+};
+
+// The leader moved the split elsewhere: stop intake at a safe boundary, commit the final
+// progress, then call release_drained(); or decline_revoke() to have it forced at once.
+// If neither happens within drain_deadline, SplitLost{revoked} follows.
+struct RevokeRequested {
+  std::string split_id;
+  std::chrono::milliseconds drain_deadline{0};
+};
+
+enum class LossReason : std::uint8_t {
+  fenced,           // a commit lost the fence: another member owns a newer epoch
+  revoked,          // a revocation was declined or outran drain_deadline (forced)
+  starved,          // this member could not renew its session in time and stopped its lanes
+  session_expired,  // peers expired this member's session
+  twin,             // another live process uses this instance id
+  shutdown,         // the coordinator shut down before the split was released
+};
+
+// The split is gone: stop its lane at once and never commit for it again. Uncommitted work
+// will be replayed by the next owner.
+struct SplitLost {
+  std::string split_id;
+  LossReason reason = LossReason::fenced;
+};
+
+// A split reached max_attempts non-graceful ends and was parked.
+struct SplitQuarantined {
+  std::string split_id;
+  std::uint32_t attempts = 0;
+};
+
+// Every split of a final plan completed. Drain and exit.
+struct AllComplete {
+  std::uint64_t completed = 0;
+};
+
+// A final plan cannot complete: the rest of its splits are quarantined.
+struct Stalled {
+  std::uint64_t completed = 0;
+  std::uint64_t quarantined = 0;
+};
+
+// This member cannot go on (twin instance id, fingerprint mismatch, unsafe store). The message
+// says why; the coordinator has stopped.
+struct Fatal {
+  std::string message;
+};
+
+using Event = std::variant<SplitGranted, RevokeRequested, SplitLost, SplitQuarantined, AllComplete,
+                           Stalled, Fatal>;
+
+std::string_view to_string(LossReason reason) noexcept;
+
+}  // namespace etlc

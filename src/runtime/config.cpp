@@ -1,0 +1,39 @@
+// CoordinatorConfig::validate: every rule named, so a misconfiguration fails at construction.
+#include <fmt/format.h>
+
+#include "core/keys.hpp"
+#include "etlc/config.hpp"
+#include "etlc/errors.hpp"
+
+namespace etlc {
+
+void CoordinatorConfig::validate() const {
+  using std::chrono::milliseconds;
+  auto fail = [](const std::string& rule) { throw ConfigError("invalid config: " + rule); };
+  if (!instance_id.empty()) core::validate_id(instance_id, "instance_id");
+  if (lease_duration < milliseconds(30)) fail("lease_duration must be at least 30 ms");
+  if (lease_duration > std::chrono::hours(24)) fail("lease_duration must be at most 24 h");
+  if (op_timeout <= milliseconds(0)) fail("op_timeout must be positive");
+  if (lease_duration < 3 * op_timeout) {
+    fail(fmt::format("lease_duration ({} ms) must be at least 3 x op_timeout ({} ms)",
+                     lease_duration.count(), op_timeout.count()));
+  }
+  if (max_in_flight < 1 || max_in_flight > kMaxLanes) {
+    fail(fmt::format("max_in_flight must be in 1..{} (got {})", kMaxLanes, max_in_flight));
+  }
+  if (rebalance_delay < milliseconds(0)) fail("rebalance_delay must be >= 0 (0 = immediate)");
+  if (drain_deadline < op_timeout) {
+    fail(fmt::format("drain_deadline ({} ms) must be at least op_timeout ({} ms): a shorter one "
+                     "would force every revocation before its final commit could land",
+                     drain_deadline.count(), op_timeout.count()));
+  }
+  if (max_attempts < 1 || max_attempts > 1000) fail("max_attempts must be in 1..1000");
+  if (replan_interval < milliseconds(100)) fail("replan_interval must be at least 100 ms");
+  if (assignment_interval < milliseconds(0)) fail("assignment_interval must be >= 0");
+  if (bulk_ops_per_step < 2 || bulk_ops_per_step > 100000) {
+    fail("bulk_ops_per_step must be in 2..100000");
+  }
+}
+
+
+}  // namespace etlc

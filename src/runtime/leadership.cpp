@@ -1,0 +1,276 @@
+// Leader election, the term fence, planning, seeding and the completion tallies.
+//
+// Election is a create on job.leader. The winner then bumps the plan record's term by CAS before
+// it writes anything else: that CAS is the leader fence. A deposed leader's plan write loses the
+// swap; its assignment records carry the old term and workers ignore any record whose term is
+// below the plan's. There is no leaderless fallback: without a leader nothing is rebalanced, and
+// every member keeps what it holds.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <unordered_set>
+
+#include "core/completion.hpp"
+#include "core/keys.hpp"
+#include "runtime/member.hpp"
+
+namespace etlc::runtime {
+
+namespace {
+core::Finality to_core(PlanFinality f) {
+  return f == PlanFinality::final ? core::Finality::final : core::Finality::open;
+}
+constexpr auto kPlanRetryMin = std::chrono::milliseconds(200);
+constexpr auto kPlanRetryMax = std::chrono::seconds(30);
+constexpr auto kTallyInterval = std::chrono::milliseconds(100);
+}  // namespace
+
+void Member::lead(TimePoint now) {
+  if (!leader_) {
+    try_elect(now);
+    if (!leader_) return;
+  }
+  ensure_watches();  // the leader-only watches
+  if (!w_splits_.caught_up || !w_members_.caught_up || !w_assigns_.caught_up) return;
+  advance_planning(now);
+  update_tallies(now);
+  publish_assignment(now);
+  cleanup_departed(now);
+}
+
+void Member::try_elect(TimePoint now) {
+  (void)now;
+  if (!w_job_.caught_up || !w_members_.caught_up || leader_view_) return;
+  const std::uint64_t base = plan_view_ ? plan_view_->first.term : 0;
+  core::LeaderRecord rec{instance_, nonce_, base + 1};
+  WriteResult r = store_->create(core::kLeaderKey, core::encode(rec));
+  if (!r.ok) return;  // someone else won; the watch will tell us who
+  leader_ = true;
+  term_ = rec.term;
+  leader_rev_ = r.revision;
+  leader_view_ = std::make_pair(rec, r.revision);
+  if (!take_term()) {
+    step_down("could not take the plan term");
+    return;
+  }
+  {
+    std::lock_guard lk(shared_mu_);
+    leader_flag_ = true;
+  }
+  metrics_.set_leader(true);
+  spdlog::info("etlc: {}: elected leader for term {}", instance_, term_);
+  // Start with no memory of departure times: members whose assignment records exist but whose
+  // sessions are gone get a fresh window from now, so a leader change does not rush a move.
+  delay_ = core::RebalanceDelay(config_.rebalance_delay);
+  for (const auto& [id, v] : assigns_) {
+    if (!members_.count(id)) note_departure(id, now);
+  }
+  published_.clear();
+  assignment_dirty_ = true;
+  planning_ = false;
+  seeding_.reset();
+  next_plan_at_ = now;
+  plan_backoff_ = kPlanRetryMin;
+}
+
+// Bumps (or creates) the plan record at our term. Returns false if a newer term exists.
+bool Member::take_term() {
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    auto cur = store_->get(core::kPlanKey);
+    if (!cur) {
+      core::PlanRecord plan;
+      plan.fingerprint = fingerprint_;
+      plan.term = term_;
+      WriteResult r = store_->create(core::kPlanKey, core::encode(plan));
+      if (r.ok) {
+        plan_view_ = std::make_pair(plan, r.revision);
+        return true;
+      }
+      continue;
+    }
+    core::PlanRecord plan = core::decode_plan(core::kPlanKey, cur->value);
+    if (plan.fingerprint != fingerprint_) {
+      go_fatal(fmt::format("job fingerprint mismatch: the job was planned with '{}', this "
+                           "member's planner has '{}'",
+                           plan.fingerprint, fingerprint_));
+      return false;
+    }
+    if (plan.term >= term_) {
+      // A term at least ours exists (a leader we did not see yet). Move past it in our own
+      // leader record so terms stay unique, then bump.
+      core::LeaderRecord rec{instance_, nonce_, plan.term + 1};
+      WriteResult lr = store_->update(core::kLeaderKey, core::encode(rec), leader_rev_);
+      if (!lr.ok) return false;  // our leader record moved: we are not the leader
+      term_ = rec.term;
+      leader_rev_ = lr.revision;
+      leader_view_ = std::make_pair(rec, lr.revision);
+    }
+    plan.term = term_;
+    WriteResult r = store_->update(core::kPlanKey, core::encode(plan), cur->revision);
+    if (r.ok) {
+      plan_view_ = std::make_pair(plan, r.revision);
+      return true;
+    }
+  }
+  return false;
+}
+
+void Member::step_down(const char* why) {
+  if (!leader_) return;
+  spdlog::info("etlc: {}: stepping down as leader of term {} ({})", instance_, term_, why);
+  leader_ = false;
+  w_splits_.watch.reset();
+  w_cordons_.watch.reset();
+  splits_.clear();
+  cordons_.clear();
+  published_.clear();
+  seeding_.reset();
+  planning_ = false;
+  std::lock_guard lk(shared_mu_);
+  leader_flag_ = false;
+  metrics_.set_leader(false);
+}
+
+// Writes the plan record at our term by CAS on the revision we last saw. A loss means someone
+// else wrote it: if they hold a newer term we step down, else retry next step.
+bool Member::write_plan(const core::PlanRecord& next) {
+  if (!plan_view_) return false;
+  WriteResult r = store_->update(core::kPlanKey, core::encode(next), plan_view_->second);
+  if (r.ok) {
+    plan_view_ = std::make_pair(next, r.revision);
+    return true;
+  }
+  auto cur = store_->get(core::kPlanKey);
+  if (cur) {
+    auto seen = core::decode_plan(core::kPlanKey, cur->value);
+    if (seen.term > term_) {
+      step_down("plan term moved past ours");
+      return false;
+    }
+    plan_view_ = std::make_pair(seen, cur->revision);
+  }
+  return false;
+}
+
+void Member::advance_planning(TimePoint now) {
+  if (!plan_view_) return;
+  const core::PlanRecord& plan = plan_view_->first;
+  if (seeding_) {
+    seed_slice();
+    if (seeding_ && seeding_->next >= seeding_->splits.size()) finish_seeding();
+    return;
+  }
+  PlanRunner& runner = *options_.plan_runner;
+  if (planning_) {
+    auto outcome = runner.take();
+    if (!outcome) return;  // still running
+    planning_ = false;
+    if (!outcome->plan) {
+      spdlog::warn("etlc: {}: planner failed: {}; retrying in {} ms", instance_, outcome->error,
+                   std::chrono::duration_cast<std::chrono::milliseconds>(plan_backoff_).count());
+      next_plan_at_ = now + plan_backoff_;
+      plan_backoff_ = std::min<Duration>(plan_backoff_ * 2, kPlanRetryMax);
+      return;
+    }
+    plan_backoff_ = kPlanRetryMin;
+    // Validate before anything is written: a bad plan is the planner's bug, reported by name.
+    std::unordered_set<std::string> ids;
+    for (const PlannedSplit& s : outcome->plan->splits) {
+      try {
+        core::validate_id(s.spec.id, "split id");
+        if (s.spec.descriptor.size() > kMaxDescriptorBytes) {
+          throw ConfigError(fmt::format("split '{}': descriptor of {} bytes exceeds {}", s.spec.id,
+                                        s.spec.descriptor.size(), kMaxDescriptorBytes));
+        }
+        if (!ids.insert(s.spec.id).second) {
+          throw ConfigError(fmt::format("split id '{}' planned twice", s.spec.id));
+        }
+      } catch (const ConfigError& e) {
+        spdlog::error("etlc: {}: rejecting plan: {}", instance_, e.what());
+        next_plan_at_ = now + kPlanRetryMax;
+        return;
+      }
+    }
+    SeedJob job;
+    job.splits = std::move(outcome->plan->splits);
+    job.finality = outcome->plan->finality;
+    job.cursor = std::move(outcome->plan->cursor);
+    seeding_ = std::move(job);
+    return;
+  }
+  const bool due = !plan.planned || (plan.finality == core::Finality::open && now >= next_plan_at_);
+  if (!due || now < next_plan_at_) return;
+  PlanContext ctx;
+  ctx.term = term_;
+  ctx.cursor = plan.cursor;
+  ctx.existing_splits = splits_.size();
+  planning_ = true;
+  runner.start(planner_, ctx);
+  if (!runner.running()) advance_planning(now);  // inline runner: the outcome is ready
+}
+
+// Seeds at most bulk_ops_per_step store writes: spec (create-if-absent), then split record
+// (create-if-absent). Splits already known from the split.* watch are skipped.
+void Member::seed_slice() {
+  SeedJob& job = *seeding_;
+  std::uint32_t budget = config_.bulk_ops_per_step;
+  while (job.next < job.splits.size() && budget > 0) {
+    const PlannedSplit& s = job.splits[job.next];
+    if (splits_.count(s.spec.id)) {
+      ++job.next;
+      continue;
+    }
+    if (budget < 2) break;
+    budget -= 2;
+    core::SpecRecord spec{s.spec};
+    store_->create(core::spec_key(s.spec.id), core::encode(spec));  // exists: fine (immutable)
+    core::SplitRecord rec;
+    rec.id = s.spec.id;
+    rec.weight = s.spec.weight;
+    if (s.seed_progress) rec.progress = *s.seed_progress;
+    WriteResult r = store_->create(core::split_key(s.spec.id), core::encode(rec));
+    if (r.ok) {
+      splits_.emplace(s.spec.id, SplitView{rec, r.revision});
+      assignment_dirty_ = true;
+    }
+    ++job.next;
+  }
+}
+
+void Member::finish_seeding() {
+  SeedJob job = std::move(*seeding_);
+  seeding_.reset();
+  core::PlanRecord next = plan_view_->first;
+  next.term = term_;
+  next.planned = true;
+  next.finality = to_core(job.finality);
+  next.cursor = job.cursor;
+  next.split_count = next.finality == core::Finality::final ? job.splits.size() : splits_.size();
+  if (!write_plan(next)) {
+    seeding_ = std::move(job);  // retry the header write next step (seeding is idempotent)
+    seeding_->next = seeding_->splits.size();
+    return;
+  }
+  next_plan_at_ = clock_.now() + config_.replan_interval;
+  spdlog::info("etlc: {}: plan published: {} splits ({})", instance_, next.split_count,
+               core::to_string(next.finality));
+}
+
+void Member::update_tallies(TimePoint now) {
+  if (!plan_view_ || !plan_view_->first.planned) return;
+  const core::PlanRecord& plan = plan_view_->first;
+  core::PlanRecord next = plan;
+  next.term = term_;
+  if (plan.finality == core::Finality::open) next.split_count = splits_.size();
+  next.completed = completed_count_;
+  next.quarantined = quarantined_count_;
+  next.verdict = core::completion_verdict(next.finality, next.split_count, next.completed,
+                                          next.quarantined);
+  metrics_.set_job_tallies(next.split_count, next.completed, next.quarantined);
+  if (next == plan) return;
+  const bool verdict_changed = next.verdict != plan.verdict;
+  if (!verdict_changed && now - last_tally_write_ < kTallyInterval) return;
+  if (write_plan(next)) last_tally_write_ = now;
+}
+
+}  // namespace etlc::runtime

@@ -1,0 +1,76 @@
+// Observer-side expiry. The store has no TTL we rely on: an observer that has seen a session's
+// revision unchanged for that member's lease_duration (on its own monotonic clock) deletes it
+// with a guarded delete at the revision it saw. A renewal that landed in between makes the
+// delete lose, so a false suspicion can never remove a live session.
+//
+// The leader expires sessions at one lease. Everyone else does so only for the leader's own
+// session (or when there is no leader), and otherwise only as a backup after 1.5 leases, so a
+// fleet does not stampede the store with guarded deletes of which all but one lose.
+//
+// Leases and the leader record have no heartbeat of their own: each is live exactly while its
+// owner's session (instance + nonce) is. A claimer deletes a dead lease itself, by guarded delete.
+#include <spdlog/spdlog.h>
+
+#include "core/keys.hpp"
+#include "runtime/member.hpp"
+
+namespace etlc::runtime {
+
+void Member::expire_peers(TimePoint now) {
+  if (!w_members_.caught_up) return;
+  const std::string leader_owner = leader_view_ ? leader_view_->first.owner : std::string();
+  std::vector<std::pair<std::string, Revision>> doomed;
+  for (const auto& [id, v] : members_) {
+    if (id == instance_) continue;
+    const Duration lease = std::chrono::milliseconds(v.rec.lease_ms);
+    const bool primary = leader_ || id == leader_owner || leader_owner.empty();
+    const Duration wait = primary ? lease : lease + lease / 2;
+    if (now - v.changed_at >= wait) doomed.emplace_back(id, v.rev);
+  }
+  for (const auto& [id, rev] : doomed) {
+    WriteResult r = store_->erase(core::member_key(id), rev);
+    if (r.ok) {
+      spdlog::info("etlc: {}: expired the session of '{}' (unchanged for a lease)", instance_, id);
+      members_.erase(id);
+      assignment_dirty_ = true;
+      if (leader_) note_departure(id, now);
+    }
+  }
+  // The leader record is live only while its owner's session is.
+  if (leader_view_ && w_job_.caught_up &&
+      !session_live(leader_view_->first.owner, leader_view_->first.nonce) &&
+      leader_view_->first.owner != instance_) {
+    WriteResult r = store_->erase(core::kLeaderKey, leader_view_->second);
+    if (r.ok) {
+      spdlog::info("etlc: {}: removed the leader record of departed '{}'", instance_,
+                   leader_view_->first.owner);
+      leader_view_.reset();
+    }
+  }
+}
+
+// A lease whose owner's session is gone is dead; delete it (guarded) so the split can be claimed.
+// Returns true if the lease is now gone (deleted by us or found already gone).
+bool Member::erase_dead_lease(const std::string& split_id) {
+  auto it = leases_.find(split_id);
+  if (it == leases_.end()) return true;
+  WriteResult r = store_->erase(core::lease_key(split_id), it->second.rev);
+  if (r.ok) {
+    leases_.erase(it);
+    return true;
+  }
+  // Moved: a new lease was written or it was already deleted; re-read to know.
+  auto cur = store_->get(core::lease_key(split_id));
+  if (!cur) {
+    leases_.erase(it);
+    return true;
+  }
+  try {
+    it->second = LeaseView{core::decode_lease(core::lease_key(split_id), cur->value), cur->revision};
+  } catch (const core::RecordError& e) {
+    spdlog::warn("etlc: {}", e.what());
+  }
+  return false;
+}
+
+}  // namespace etlc::runtime

@@ -1,0 +1,264 @@
+// Member: the control loop of one coordinated member, as a steppable object.
+//
+// step() does everything the protocol needs at one instant: renew the session, fold watch events
+// into local views, run leader duties when elected, reconcile toward the published assignment,
+// force revocations past their deadline. It never sleeps and never reads time except through the
+// Clock, so a test or the simulator can drive many members on one thread on virtual time, and
+// production wraps the very same object in a thread (see Coordinator).
+//
+// The per-concern logic lives in its own file:
+//   session.cpp      session liveness: join, renewal, self-fencing, twin detection
+//   views.cpp        watches and the local views they feed
+//   liveness.cpp     expiring peers' sessions and dead leases (observer-side expiry)
+//   leadership.cpp   election, the term fence, planning and seeding, tallies
+//   publish.cpp      computing and publishing the desired assignment, rebalance delay
+//   reconcile.cpp    the worker's reconciliation table, claims, revocations
+//   split_ops.cpp    fenced commits, completion, failure, releases
+//
+// Locking: mu_ guards the control-loop state and is held by step() for its whole duration
+// (store I/O included). User threads never take mu_. Each held split has its own io mutex that
+// serialises store I/O on that split between user calls (commit) and the loop (forced release).
+// shared_mu_ guards the held-split table and the event queue. Order: mu_ -> Held::io ->
+// shared_mu_; nothing takes them in another order.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/rebalance_delay.hpp"
+#include "core/records.hpp"
+#include "etlc/clock.hpp"
+#include "etlc/config.hpp"
+#include "etlc/coordinator.hpp"
+#include "etlc/events.hpp"
+#include "etlc/planner.hpp"
+#include "etlc/store.hpp"
+#include "runtime/member_metrics.hpp"
+#include "runtime/plan_runner.hpp"
+
+namespace etlc::runtime {
+
+using TimePoint = Clock::time_point;
+using Duration = Clock::duration;
+
+// A split this member holds.
+struct Held {
+  std::mutex io;  // serialises store I/O on this split
+  // Guarded by io:
+  std::string id;
+  SplitSpec spec;
+  core::SplitRecord record;  // the last durable record as this member wrote or read it
+  Revision record_rev = 0;
+  Revision lease_rev = 0;
+  bool gone = false;  // released or lost: no further I/O, commits report fenced
+  // Guarded by Member::shared_mu_:
+  bool draining = false;
+  bool declined = false;
+  TimePoint drain_deadline{};
+};
+
+class Member {
+ public:
+  struct Options {
+    // Runs the planner. Null = inline on the control loop (manual mode / simulation).
+    std::unique_ptr<PlanRunner> plan_runner;
+    // Called (from any thread) when the member wants step() to run soon.
+    std::function<void()> wake;
+    // Per-process nonce; empty = random.
+    std::string nonce;
+  };
+
+  Member(CoordinatorConfig config, std::shared_ptr<KvStore> store, std::shared_ptr<Planner> planner,
+         const Clock& clock, MetricsRegistry& metrics, Options options);
+  ~Member();
+
+  // Runs one step at clock.now(); returns when the next one is due (now if work is pending).
+  TimePoint step();
+
+  // Synchronous first join (thread mode): probe the store, open the session, check the job's
+  // fingerprint. Throws ConfigError / StoreError as Coordinator::start documents.
+  void join_now();
+
+  // --- user API (thread-safe, see Coordinator) ---
+  std::optional<Event> poll_event();
+  std::optional<Event> wait_event(std::chrono::milliseconds timeout);
+  CommitResult commit(std::string_view id, const SplitProgress& progress);
+  CommitResult complete(std::string_view id, const SplitProgress& progress);
+  CommitResult fail(std::string_view id, std::string_view reason);
+  CommitResult release_drained(std::string_view id);
+  void release(std::span<const std::string> ids);
+  void decline_revoke(std::string_view id);
+  void shutdown();  // graceful: release all, step down, leave (takes mu_)
+  void abandon();   // crash: stop without writing anything
+
+  // --- introspection (thread-safe) ---
+  const std::string& instance_id() const { return instance_; }
+  TimePoint clock_now() const { return clock_.now(); }
+  std::string nonce() const;
+  bool is_leader() const;
+  bool stopped() const;
+  std::vector<std::string> held_ids() const;
+  // The assignment this member currently follows (nullopt: no record).
+  std::optional<std::vector<std::string>> assignment() const;
+  // Leader-only view of what it last published, member -> splits.
+  std::map<std::string, std::vector<std::string>> published_assignment() const;
+  std::uint64_t publishes() const;  // assignment records written by this member as leader
+
+ private:
+  struct MemberView {
+    core::MemberRecord rec;
+    Revision rev = 0;
+    TimePoint changed_at{};
+  };
+  struct LeaseView {
+    core::LeaseRecord rec;
+    Revision rev = 0;
+  };
+  struct AssignView {
+    core::AssignmentRecord rec;
+    Revision rev = 0;
+  };
+  struct SplitView {
+    core::SplitRecord rec;
+    Revision rev = 0;
+  };
+  struct WatchSlot {
+    std::string prefix;
+    std::unique_ptr<Watch> watch;
+    bool caught_up = false;
+  };
+  struct SeedJob {
+    std::vector<PlannedSplit> splits;
+    std::size_t next = 0;
+    PlanFinality finality = PlanFinality::final;
+    std::optional<std::string> cursor;
+  };
+
+  // session.cpp
+  void ensure_session(TimePoint now);
+  void open_session(TimePoint now);
+  void renew_session(TimePoint now);
+  void check_starvation(TimePoint now);
+  void lose_all(LossReason reason);
+  void go_fatal(const std::string& message, LossReason reason = LossReason::twin);
+  std::string fresh_nonce();
+
+  // views.cpp
+  void ensure_watches();
+  void open_watch(WatchSlot& slot);
+  bool drain_watches(TimePoint now);  // true if events remain
+  void on_job_event(const WatchEvent& e);
+  void on_member_event(const WatchEvent& e, TimePoint now);
+  void on_lease_event(const WatchEvent& e);
+  void on_assign_event(const WatchEvent& e);
+  void on_split_event(const WatchEvent& e);
+  void on_cordon_event(const WatchEvent& e);
+  bool session_live(const std::string& instance, const std::string& nonce) const;
+
+  // liveness.cpp
+  void expire_peers(TimePoint now);
+  bool erase_dead_lease(const std::string& split_id);
+
+  // leadership.cpp
+  void lead(TimePoint now);
+  void try_elect(TimePoint now);
+  bool take_term();
+  void step_down(const char* why);
+  void advance_planning(TimePoint now);
+  void seed_slice();
+  void finish_seeding();
+  void update_tallies(TimePoint now);
+  bool write_plan(const core::PlanRecord& next);
+
+  // publish.cpp
+  void publish_assignment(TimePoint now);
+  void cleanup_departed(TimePoint now);
+  void note_departure(const std::string& instance, TimePoint now);
+  void note_arrival(const std::string& instance);
+
+  // reconcile.cpp
+  void reconcile(TimePoint now);
+  void try_claim(const std::string& id, TimePoint now);
+  void begin_revocation(const std::shared_ptr<Held>& h, TimePoint now);
+  void force_due_revocations(TimePoint now);
+  void observe_completion();
+
+  // split_ops.cpp (Held::io must be held by the caller where noted)
+  std::shared_ptr<Held> find_held(std::string_view id) const;
+  CommitResult write_record(Held& h, const core::SplitRecord& next, const char* what);  // io held
+  CommitResult release_locked(Held& h);  // io held
+  void drop_held(Held& h, std::optional<LossReason> reason);                             // io held
+  void retry_lease_erases();
+  void push_event(Event e);
+
+  // Members of this class that step() maintains (guarded by mu_).
+  const CoordinatorConfig config_;
+  const std::shared_ptr<KvStore> store_;
+  const std::shared_ptr<Planner> planner_;
+  const Clock& clock_;
+  MemberMetrics metrics_;
+  Options options_;
+  const std::string instance_;
+  const std::string fingerprint_;
+
+  mutable std::mutex mu_;
+  std::string nonce_;  // guarded by mu_ and shared_mu_ (written with both held)
+  bool session_open_ = false;
+  bool stopped_ = false;
+  Revision session_rev_ = 0;
+  core::MemberRecord session_rec_;
+  TimePoint last_renew_sent_ok_{};
+  TimePoint next_renew_{};
+  TimePoint retry_at_{};  // backoff after a store failure of the loop
+
+  WatchSlot w_job_, w_members_, w_leases_, w_assigns_, w_splits_, w_cordons_;
+  std::optional<std::pair<core::LeaderRecord, Revision>> leader_view_;
+  std::optional<std::pair<core::PlanRecord, Revision>> plan_view_;
+  std::map<std::string, MemberView> members_;
+  std::unordered_map<std::string, LeaseView> leases_;
+  std::map<std::string, AssignView> assigns_;
+  std::unordered_map<std::string, SplitView> splits_;  // leader only
+  std::set<std::string> cordons_;                      // leader only
+  std::map<std::string, TimePoint> claim_retry_at_;
+  std::vector<std::pair<std::string, Revision>> pending_lease_erases_;
+  std::unordered_map<std::string, SplitSpec> spec_cache_;
+
+  // Leadership (guarded by mu_).
+  bool leader_ = false;
+  std::uint64_t term_ = 0;
+  Revision leader_rev_ = 0;
+  core::RebalanceDelay delay_;
+  bool assignment_dirty_ = true;
+  TimePoint last_assignment_at_{};
+  std::optional<SeedJob> seeding_;
+  bool planning_ = false;
+  TimePoint next_plan_at_{};
+  Duration plan_backoff_{};
+  std::uint64_t completed_count_ = 0;
+  std::uint64_t quarantined_count_ = 0;
+  TimePoint last_tally_write_{};
+  std::map<std::string, std::vector<std::string>> published_;
+  std::uint64_t publishes_ = 0;
+  bool seen_complete_ = false;
+  bool seen_stalled_ = false;
+
+  // Held splits and events (guarded by shared_mu_).
+  mutable std::mutex shared_mu_;
+  std::condition_variable event_cv_;
+  std::map<std::string, std::shared_ptr<Held>> held_;
+  std::deque<Event> events_;
+  bool leader_flag_ = false;  // mirror of leader_ for is_leader()
+  std::optional<std::vector<std::string>> assignment_mirror_;
+};
+
+}  // namespace etlc::runtime

@@ -1,0 +1,243 @@
+// The worker's reconciliation toward its own assignment record (work-assignment page):
+//
+//   worker sees                 worker does
+//   assigned, not held          claim it (lease create, then the record CAS bumping the epoch)
+//   held, still assigned        nothing: stickiness is free
+//   held, no longer assigned    revoke: ask the user to drain, force after drain_deadline
+//   no record at all            hold what it has, claim nothing
+//
+// A record written at a term below the plan's term is a deposed leader's and counts as no record.
+// An assignment is permission to try, not a promise the split is free: a claim waits until the
+// previous owner's lease key is gone (or its owner's session is), which the lease watch shows.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "core/claim_rules.hpp"
+#include "core/keys.hpp"
+#include "runtime/member.hpp"
+
+namespace etlc::runtime {
+
+namespace {
+constexpr auto kClaimRetry = std::chrono::milliseconds(100);
+constexpr std::size_t kClaimsPerStep = 64;
+
+const char* kind_name(core::ClaimKind k) {
+  switch (k) {
+    case core::ClaimKind::fresh: return "fresh";
+    case core::ClaimKind::released: return "released";
+    case core::ClaimKind::reclaim: return "reclaim";
+    case core::ClaimKind::takeover: return "takeover";
+  }
+  return "unknown";
+}
+}  // namespace
+
+void Member::reconcile(TimePoint now) {
+  if (!w_assigns_.caught_up || !w_leases_.caught_up || !w_members_.caught_up || !w_job_.caught_up)
+    return;
+  std::optional<std::vector<std::string>> assigned;
+  if (auto it = assigns_.find(instance_); it != assigns_.end()) {
+    const std::uint64_t plan_term = plan_view_ ? plan_view_->first.term : 0;
+    if (it->second.rec.term >= plan_term) assigned = it->second.rec.splits;
+  }
+  std::vector<std::shared_ptr<Held>> held;
+  {
+    std::lock_guard lk(shared_mu_);
+    assignment_mirror_ = assigned;
+    for (auto& [id, h] : held_) held.push_back(h);
+  }
+  if (!assigned) return;  // no instruction is not an instruction to hold nothing
+
+  // held, no longer assigned -> revoke
+  for (auto& h : held) {
+    if (!std::binary_search(assigned->begin(), assigned->end(), h->id)) begin_revocation(h, now);
+  }
+  // assigned, not held -> claim, within the lane budget
+  std::size_t holding = held.size();
+  std::size_t attempts = 0;
+  for (const std::string& id : *assigned) {
+    if (holding >= config_.max_in_flight || attempts >= kClaimsPerStep) break;
+    if (find_held(id)) continue;
+    if (auto it = claim_retry_at_.find(id); it != claim_retry_at_.end() && it->second > now) {
+      continue;
+    }
+    ++attempts;
+    try_claim(id, now);
+    if (find_held(id)) ++holding;
+  }
+}
+
+void Member::begin_revocation(const std::shared_ptr<Held>& h, TimePoint now) {
+  std::lock_guard lk(shared_mu_);
+  if (h->draining) return;  // a revocation, once begun, finishes
+  h->draining = true;
+  h->drain_deadline = now + config_.drain_deadline;
+  events_.push_back(RevokeRequested{h->id, config_.drain_deadline});
+  event_cv_.notify_all();
+  spdlog::info("etlc: {}: revoking split '{}' (drain deadline {} ms)", instance_, h->id,
+               config_.drain_deadline.count());
+}
+
+// Forced revocation: a declined drain, or one past its deadline. The split is released (its
+// owner is alive, so no attempt is consumed) and the user is told it is lost.
+void Member::force_due_revocations(TimePoint now) {
+  std::vector<std::shared_ptr<Held>> due;
+  {
+    std::lock_guard lk(shared_mu_);
+    for (auto& [id, h] : held_) {
+      if (h->draining && (h->declined || now >= h->drain_deadline)) due.push_back(h);
+    }
+  }
+  for (auto& h : due) {
+    bool declined;
+    {
+      std::lock_guard lk(shared_mu_);
+      declined = h->declined;
+    }
+    std::lock_guard io(h->io);
+    if (h->gone) continue;
+    metrics_.revocation(declined ? "declined" : "timed_out");
+    spdlog::info("etlc: {}: forcing the release of split '{}' ({})", instance_, h->id,
+                 declined ? "declined" : "drain deadline passed");
+    CommitResult r = release_locked(*h);
+    if (r.status == CommitStatus::retryable) continue;  // retried next step
+    if (!h->gone) drop_held(*h, LossReason::revoked);
+  }
+}
+
+void Member::try_claim(const std::string& id, TimePoint now) {
+  claim_retry_at_[id] = now + kClaimRetry;  // cleared when the lease watch shows a change
+
+  // 1. The previous owner's lease must be gone, or dead (its owner's session is gone).
+  if (auto it = leases_.find(id); it != leases_.end()) {
+    const core::LeaseRecord& l = it->second.rec;
+    const bool ours_now = l.owner == instance_ && l.nonce == nonce_;
+    const bool ours_before = l.owner == instance_ && l.nonce != nonce_;
+    if (!ours_now && !ours_before && session_live(l.owner, l.nonce)) return;  // wait for it
+    if (!ours_now && !erase_dead_lease(id)) return;
+  }
+
+  // 2. Read the fence and the spec.
+  const std::string skey = core::split_key(id);
+  auto cur = store_->get(skey);
+  if (!cur) return;  // not seeded yet
+  core::SplitRecord rec = core::decode_split(skey, cur->value);
+  auto spec_it = spec_cache_.find(id);
+  if (spec_it == spec_cache_.end()) {
+    auto spec = store_->get(core::spec_key(id));
+    if (!spec) return;
+    spec_it = spec_cache_.emplace(id, core::decode_spec(core::spec_key(id), spec->value).spec).first;
+  }
+
+  core::ClaimDecision d = core::decide_claim(rec, std::nullopt, instance_, nonce_,
+                                             config_.max_attempts);
+  if (d.refusal == core::ClaimRefusal::terminal) {
+    claim_retry_at_[id] = now + config_.lease_duration;  // the leader will drop it
+    return;
+  }
+  if (d.refusal != core::ClaimRefusal::none && d.refusal != core::ClaimRefusal::already_held) {
+    return;
+  }
+
+  if (d.quarantine) {
+    // We verified the previous owner's session is gone (its lease is), so we may park it.
+    core::SplitRecord next = rec;
+    next.status = core::SplitStatus::quarantined;
+    next.attempts = d.attempts_after;
+    next.owner.reset();
+    next.owner_nonce.reset();
+    if (store_->update(skey, core::encode(next), cur->revision).ok) {
+      spdlog::warn("etlc: {}: quarantined split '{}' after {} attempts", instance_, id,
+                   d.attempts_after);
+      metrics_.quarantined_split();
+    }
+    return;
+  }
+
+  const bool adopt = d.refusal == core::ClaimRefusal::already_held;
+  const std::uint64_t epoch = adopt ? rec.epoch : rec.epoch + 1;
+
+  // 3. Lease first (mutual exclusion among claimers), then the record CAS (the fence).
+  const std::string lkey = core::lease_key(id);
+  Revision lease_rev = 0;
+  if (auto it = leases_.find(id);
+      it != leases_.end() && it->second.rec.owner == instance_ && it->second.rec.nonce == nonce_) {
+    lease_rev = it->second.rev;
+  } else {
+    core::LeaseRecord lease{id, instance_, nonce_, epoch};
+    WriteResult lr = store_->create(lkey, core::encode(lease));
+    if (!lr.ok) return;  // another claimer won the lease; the watch will show it
+    lease_rev = lr.revision;
+    leases_[id] = LeaseView{lease, lr.revision};
+  }
+
+  core::SplitRecord next = rec;
+  Revision rec_rev = cur->revision;
+  if (!adopt) {
+    next.epoch = epoch;
+    next.owner = instance_;
+    next.owner_nonce = nonce_;
+    next.attempts = d.attempts_after;
+    WriteResult r;
+    try {
+      r = store_->update(skey, core::encode(next), cur->revision);
+    } catch (const StoreError& e) {
+      if (e.code() != StoreErrc::unknown_outcome) throw;
+      r.ok = false;  // resolved below by re-reading
+    }
+    if (!r.ok) {
+      auto again = store_->get(skey);
+      core::SplitRecord seen;
+      if (again) seen = core::decode_split(skey, again->value);
+      if (again && seen.epoch == epoch && seen.owner == instance_ && seen.owner_nonce == nonce_) {
+        next = seen;  // our write landed after all
+        rec_rev = again->revision;
+      } else {
+        // Someone moved the fence under us (a zombie's last commit, or a competing claim).
+        // Give the lease back and try again later.
+        store_->erase(lkey, lease_rev);
+        leases_.erase(id);
+        return;
+      }
+    } else {
+      rec_rev = r.revision;
+    }
+  }
+
+  auto h = std::make_shared<Held>();
+  h->id = id;
+  h->spec = spec_it->second;
+  h->record = next;
+  h->record_rev = rec_rev;
+  h->lease_rev = lease_rev;
+  {
+    std::lock_guard lk(shared_mu_);
+    held_[id] = h;
+    events_.push_back(SplitGranted{h->spec, next.epoch, next.progress});
+    event_cv_.notify_all();
+    metrics_.set_owned(held_.size());
+  }
+  claim_retry_at_.erase(id);
+  metrics_.acquired(adopt ? "reclaim" : kind_name(d.kind));
+  spdlog::info("etlc: {}: acquired split '{}' epoch {} ({}), resuming at watermark {}", instance_,
+               id, next.epoch, adopt ? "adopted" : kind_name(d.kind), next.progress.watermark);
+}
+
+void Member::observe_completion() {
+  if (!plan_view_) return;
+  const core::PlanRecord& plan = plan_view_->first;
+  if (plan.verdict == core::Verdict::complete && !seen_complete_) {
+    seen_complete_ = true;
+    push_event(AllComplete{plan.completed});
+  } else if (plan.verdict == core::Verdict::stalled && !seen_stalled_) {
+    seen_stalled_ = true;
+    push_event(Stalled{plan.completed, plan.quarantined});
+  } else if (plan.verdict == core::Verdict::running) {
+    seen_stalled_ = false;  // an operator requeued: a later stall is news again
+  }
+}
+
+}  // namespace etlc::runtime

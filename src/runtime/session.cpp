@@ -1,0 +1,162 @@
+// Session liveness: one member.{instance} record per process, renewed by CAS every lease/3.
+//
+// The renewal is the first thing every step does, and every other slice of work in a step is
+// bounded, so bulk work never delays it. A member that has not had a renewal acknowledged within
+// lease - op_timeout of the *send* time of its last successful one stops its lanes itself
+// (starved) before any peer may expire it. A renewal that finds the record gone was expired by
+// peers; one that finds another nonce means a second live process uses this instance id: the
+// newer process wins (it adopted the record), the older one stops with a Fatal event.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <random>
+
+#include "core/keys.hpp"
+#include "runtime/member.hpp"
+
+namespace etlc::runtime {
+
+std::string Member::fresh_nonce() {
+  std::random_device rd;
+  std::uniform_int_distribution<std::uint64_t> dist;
+  return fmt::format("{:016x}{:016x}", dist(rd), dist(rd));
+}
+
+void Member::ensure_session(TimePoint now) {
+  if (!session_open_) {
+    open_session(now);
+    return;
+  }
+  check_starvation(now);
+  if (session_open_ && now >= next_renew_) renew_session(now);
+}
+
+void Member::open_session(TimePoint now) {
+  const std::string key = core::member_key(instance_);
+  core::MemberRecord rec;
+  rec.instance = instance_;
+  rec.nonce = nonce_;
+  rec.fingerprint = fingerprint_;
+  rec.max_in_flight = config_.max_in_flight;
+  rec.lease_ms = static_cast<std::uint64_t>(config_.lease_duration.count());
+  rec.counter = 0;
+
+  auto existing = store_->get(key);
+  WriteResult r;
+  if (!existing) {
+    r = store_->create(key, core::encode(rec));
+  } else {
+    // A record under our id: our own earlier process (crashed or restarted), our own
+    // unknown-outcome create, or a live twin. Newer wins: adopt it; a live twin will find our
+    // nonce at its next renewal and stop.
+    std::optional<core::MemberRecord> old;
+    try {
+      old = core::decode_member(key, existing->value);
+    } catch (const core::RecordError& e) {
+      spdlog::warn("etlc: {}: replacing unreadable session record: {}", instance_, e.what());
+    }
+    if (old && old->nonce != nonce_) {
+      spdlog::info("etlc: {}: adopting the session of an earlier process (nonce {})", instance_,
+                   old->nonce);
+    }
+    if (old) rec.counter = old->counter + 1;
+    r = store_->update(key, core::encode(rec), existing->revision);
+  }
+  if (!r.ok) {
+    // Lost a race for our own record (a twin starting at the same moment); retry next step.
+    retry_at_ = now + std::chrono::milliseconds(50);
+    return;
+  }
+  session_rec_ = rec;
+  session_rev_ = r.revision;
+  session_open_ = true;
+  last_renew_sent_ok_ = now;
+  next_renew_ = now + config_.lease_duration / 3;
+  spdlog::info("etlc: {}: session open (nonce {})", instance_, nonce_);
+}
+
+void Member::renew_session(TimePoint now) {
+  const std::string key = core::member_key(instance_);
+  core::MemberRecord next = session_rec_;
+  next.counter += 1;
+  WriteResult r;
+  try {
+    r = store_->update(key, core::encode(next), session_rev_);
+  } catch (const StoreError& e) {
+    if (!e.retryable()) throw;
+    // Retry soon; starvation is judged from the last successful send, not from this failure.
+    next_renew_ = now + std::max<Duration>(config_.lease_duration / 30, std::chrono::milliseconds(20));
+    metrics_.store_failure();
+    return;
+  }
+  if (r.ok) {
+    session_rec_ = next;
+    session_rev_ = r.revision;
+    last_renew_sent_ok_ = now;
+    next_renew_ = now + config_.lease_duration / 3;
+    return;
+  }
+  // Conflict: find out why.
+  auto cur = store_->get(key);
+  if (!cur) {
+    spdlog::warn("etlc: {}: session expired by peers; stopping lanes and rejoining", instance_);
+    lose_all(LossReason::session_expired);
+    return;
+  }
+  core::MemberRecord seen;
+  try {
+    seen = core::decode_member(key, cur->value);
+  } catch (const core::RecordError& e) {
+    go_fatal(fmt::format("session record of instance '{}' is unreadable: {}", instance_, e.what()));
+    return;
+  }
+  if (seen.nonce == nonce_) {
+    // Our own write landed earlier with an unknown outcome; adopt its revision.
+    session_rec_ = seen;
+    session_rev_ = cur->revision;
+    last_renew_sent_ok_ = now;
+    next_renew_ = now + config_.lease_duration / 3;
+    return;
+  }
+  go_fatal(fmt::format(
+      "another live process uses instance id '{}' (its nonce {}, ours {}); this one stops",
+      instance_, seen.nonce, nonce_));
+}
+
+void Member::check_starvation(TimePoint now) {
+  const Duration budget = config_.lease_duration - config_.op_timeout;
+  if (now - last_renew_sent_ok_ < budget) return;
+  spdlog::warn("etlc: {}: no session renewal acknowledged for {} ms; stopping lanes (starved)",
+               instance_,
+               std::chrono::duration_cast<std::chrono::milliseconds>(now - last_renew_sent_ok_)
+                   .count());
+  lose_all(LossReason::starved);
+}
+
+// Drops every held split without writing (the session can no longer be trusted), steps down,
+// and arranges a rejoin under a new nonce. Our leases become "stale own leases" that the next
+// session reclaims.
+void Member::lose_all(LossReason reason) {
+  std::vector<std::shared_ptr<Held>> all;
+  {
+    std::lock_guard lk(shared_mu_);
+    for (auto& [id, h] : held_) all.push_back(h);
+  }
+  for (auto& h : all) {
+    std::lock_guard io(h->io);
+    if (!h->gone) drop_held(*h, reason);
+  }
+  if (leader_) step_down("session lost");
+  session_open_ = false;
+  std::lock_guard lk(shared_mu_);
+  nonce_ = fresh_nonce();
+}
+
+void Member::go_fatal(const std::string& message, LossReason reason) {
+  spdlog::error("etlc: {}: {}", instance_, message);
+  lose_all(reason);
+  stopped_ = true;
+  push_event(Fatal{message});
+}
+
+}  // namespace etlc::runtime

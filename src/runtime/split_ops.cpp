@@ -1,0 +1,271 @@
+// Fenced operations on held splits: commit, complete, fail, release. They run on the caller's
+// thread under the split's io mutex, so lanes commit in parallel and never wait for the control
+// loop.
+//
+// Every write is a CAS on split.{id} at the revision this member last wrote. A conflict is
+// resolved by a re-read: if the record still names this member at the same epoch, the conflict
+// came from our own earlier write whose outcome was unknown and we adopt it; otherwise another
+// member owns a newer epoch and the split is lost (fenced) with nothing written.
+//
+// A release clears the record's owner first and deletes the lease second: a crash between the
+// two leaves a lease that dies with the session, and the next claim sees a graceful release
+// (no attempt consumed) rather than a takeover.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "core/claim_rules.hpp"
+#include "core/keys.hpp"
+#include "runtime/member.hpp"
+
+namespace etlc::runtime {
+
+namespace {
+constexpr int kCasAttempts = 3;
+}
+
+std::shared_ptr<Held> Member::find_held(std::string_view id) const {
+  std::lock_guard lk(shared_mu_);
+  auto it = held_.find(std::string(id));
+  return it == held_.end() ? nullptr : it->second;
+}
+
+void Member::push_event(Event e) {
+  std::lock_guard lk(shared_mu_);
+  events_.push_back(std::move(e));
+  event_cv_.notify_all();
+}
+
+CommitResult Member::write_record(Held& h, const core::SplitRecord& next, const char* what) {
+  const std::string key = core::split_key(h.id);
+  const std::string bytes = core::encode(next);
+  for (int attempt = 0; attempt < kCasAttempts; ++attempt) {
+    WriteResult r;
+    bool unknown = false;
+    try {
+      r = store_->update(key, bytes, h.record_rev);
+    } catch (const StoreError& e) {
+      if (e.code() == StoreErrc::unknown_outcome) {
+        unknown = true;
+      } else if (e.retryable()) {
+        metrics_.store_failure();
+        return {CommitStatus::retryable, e.what()};
+      } else {
+        throw;
+      }
+    }
+    if (r.ok) {
+      h.record = next;
+      h.record_rev = r.revision;
+      return {CommitStatus::durable, {}};
+    }
+    // Conflict or unknown outcome: look at what the store holds now.
+    std::optional<Entry> cur;
+    try {
+      cur = store_->get(key);
+    } catch (const StoreError& e) {
+      if (!e.retryable()) throw;
+      return {CommitStatus::retryable, fmt::format("{} outcome unknown: {}", what, e.what())};
+    }
+    if (!cur) {
+      drop_held(h, LossReason::fenced);
+      return {CommitStatus::fenced, "the split record is gone"};
+    }
+    core::SplitRecord seen;
+    try {
+      seen = core::decode_split(key, cur->value);
+    } catch (const core::RecordError& e) {
+      drop_held(h, LossReason::fenced);
+      return {CommitStatus::fenced, e.what()};
+    }
+    if (seen == next) {  // our write landed (the unknown outcome, or a conflict on our own echo)
+      h.record = next;
+      h.record_rev = cur->revision;
+      return {CommitStatus::durable, {}};
+    }
+    const bool still_ours = seen.epoch == h.record.epoch && seen.owner == instance_ &&
+                            seen.owner_nonce == h.record.owner_nonce;
+    if (!still_ours) {
+      spdlog::info("etlc: {}: {} of split '{}' fenced (epoch {} now owned by '{}' epoch {})",
+                   instance_, what, h.id, h.record.epoch, seen.owner.value_or("nobody"),
+                   seen.epoch);
+      drop_held(h, LossReason::fenced);
+      return {CommitStatus::fenced, "another member owns a newer epoch"};
+    }
+    (void)unknown;
+    h.record_rev = cur->revision;  // our own earlier write moved it; retry on top of it
+    if (seen.progress.watermark > next.progress.watermark) {
+      h.record = seen;
+      return {CommitStatus::durable, "a later commit of ours already landed"};
+    }
+  }
+  return {CommitStatus::retryable, fmt::format("{} kept conflicting", what)};
+}
+
+// Clears the record's owner (keeping epoch and progress), then deletes the lease. io held.
+CommitResult Member::release_locked(Held& h) {
+  core::SplitRecord next = h.record;
+  next.owner.reset();
+  next.owner_nonce.reset();
+  CommitResult r = write_record(h, next, "release");
+  if (r.status != CommitStatus::durable) return r;
+  try {
+    store_->erase(core::lease_key(h.id), h.lease_rev);
+  } catch (const StoreError& e) {
+    if (!e.retryable()) throw;
+    std::lock_guard lk(shared_mu_);
+    pending_lease_erases_.emplace_back(h.id, h.lease_rev);
+  }
+  drop_held(h, std::nullopt);
+  return r;
+}
+
+// Forgets a held split; with a reason, tells the user it is lost. io held.
+void Member::drop_held(Held& h, std::optional<LossReason> reason) {
+  h.gone = true;
+  std::lock_guard lk(shared_mu_);
+  held_.erase(h.id);
+  metrics_.set_owned(held_.size());
+  if (reason) {
+    events_.push_back(SplitLost{h.id, *reason});
+    event_cv_.notify_all();
+    metrics_.lost(*reason);
+  }
+  if (options_.wake) options_.wake();  // a lane is free: the loop may claim
+}
+
+void Member::retry_lease_erases() {
+  std::vector<std::pair<std::string, Revision>> todo;
+  {
+    std::lock_guard lk(shared_mu_);
+    todo.swap(pending_lease_erases_);
+  }
+  for (std::size_t i = 0; i < todo.size(); ++i) {
+    try {
+      store_->erase(core::lease_key(todo[i].first), todo[i].second);
+    } catch (const StoreError& e) {
+      if (!e.retryable()) throw;
+      std::lock_guard lk(shared_mu_);
+      pending_lease_erases_.insert(pending_lease_erases_.end(), todo.begin() + i, todo.end());
+      return;
+    }
+  }
+}
+
+CommitResult Member::commit(std::string_view id, const SplitProgress& progress) {
+  auto h = find_held(id);
+  if (!h) return {CommitStatus::fenced, fmt::format("split '{}' is not held", id)};
+  if (progress.state.size() > kMaxProgressStateBytes) {
+    throw UsageError(fmt::format("commit of split '{}': state of {} bytes exceeds {}", id,
+                                 progress.state.size(), kMaxProgressStateBytes));
+  }
+  std::lock_guard io(h->io);
+  if (h->gone) return {CommitStatus::fenced, "split no longer held"};
+  if (progress.watermark < h->record.progress.watermark) {
+    throw UsageError(fmt::format(
+        "commit of split '{}': watermark {} is below the durable watermark {} (progress never "
+        "goes back)",
+        id, progress.watermark, h->record.progress.watermark));
+  }
+  core::SplitRecord next = h->record;
+  next.progress = progress;
+  return write_record(*h, next, "commit");
+}
+
+CommitResult Member::complete(std::string_view id, const SplitProgress& progress) {
+  auto h = find_held(id);
+  if (!h) return {CommitStatus::fenced, fmt::format("split '{}' is not held", id)};
+  std::lock_guard io(h->io);
+  if (h->gone) return {CommitStatus::fenced, "split no longer held"};
+  if (progress.watermark < h->record.progress.watermark) {
+    throw UsageError(fmt::format("complete of split '{}': watermark {} is below the durable {}", id,
+                                 progress.watermark, h->record.progress.watermark));
+  }
+  core::SplitRecord next = h->record;
+  next.progress = progress;
+  next.status = core::SplitStatus::completed;
+  next.owner.reset();
+  next.owner_nonce.reset();
+  CommitResult r = write_record(*h, next, "complete");
+  if (r.status != CommitStatus::durable) return r;
+  try {
+    store_->erase(core::lease_key(h->id), h->lease_rev);
+  } catch (const StoreError& e) {
+    if (!e.retryable()) throw;
+    std::lock_guard lk(shared_mu_);
+    pending_lease_erases_.emplace_back(h->id, h->lease_rev);
+  }
+  drop_held(*h, std::nullopt);
+  spdlog::info("etlc: {}: completed split '{}' at watermark {}", instance_, id,
+               progress.watermark);
+  return r;
+}
+
+CommitResult Member::fail(std::string_view id, std::string_view reason) {
+  auto h = find_held(id);
+  if (!h) return {CommitStatus::fenced, fmt::format("split '{}' is not held", id)};
+  std::lock_guard io(h->io);
+  if (h->gone) return {CommitStatus::fenced, "split no longer held"};
+  core::FailDecision d = core::decide_fail(h->record, config_.max_attempts);
+  core::SplitRecord next = h->record;
+  next.attempts = d.attempts_after;
+  next.last_error = std::string(reason.substr(0, 1024));
+  next.owner.reset();
+  next.owner_nonce.reset();
+  if (d.quarantine) next.status = core::SplitStatus::quarantined;
+  CommitResult r = write_record(*h, next, "fail");
+  if (r.status != CommitStatus::durable) return r;
+  try {
+    store_->erase(core::lease_key(h->id), h->lease_rev);
+  } catch (const StoreError& e) {
+    if (!e.retryable()) throw;
+    std::lock_guard lk(shared_mu_);
+    pending_lease_erases_.emplace_back(h->id, h->lease_rev);
+  }
+  drop_held(*h, std::nullopt);
+  if (d.quarantine) {
+    metrics_.quarantined_split();
+    push_event(SplitQuarantined{std::string(id), d.attempts_after});
+    spdlog::warn("etlc: {}: split '{}' quarantined after {} attempts: {}", instance_, id,
+                 d.attempts_after, reason);
+  } else {
+    spdlog::info("etlc: {}: split '{}' failed (attempt {} of {}): {}", instance_, id,
+                 d.attempts_after, config_.max_attempts, reason);
+  }
+  return r;
+}
+
+CommitResult Member::release_drained(std::string_view id) {
+  auto h = find_held(id);
+  if (!h) return {CommitStatus::fenced, fmt::format("split '{}' is not held", id)};
+  std::lock_guard io(h->io);
+  if (h->gone) return {CommitStatus::fenced, "split no longer held"};
+  CommitResult r = release_locked(*h);
+  if (r.durable()) {
+    metrics_.revocation("cooperative");
+    spdlog::info("etlc: {}: released drained split '{}' at watermark {}", instance_, id,
+                 h->record.progress.watermark);
+  }
+  return r;
+}
+
+void Member::release(std::span<const std::string> ids) {
+  for (const std::string& id : ids) {
+    auto h = find_held(id);
+    if (!h) continue;
+    std::lock_guard io(h->io);
+    if (!h->gone) release_locked(*h);
+  }
+}
+
+void Member::decline_revoke(std::string_view id) {
+  auto h = find_held(id);
+  if (!h) return;
+  {
+    std::lock_guard lk(shared_mu_);
+    if (!h->draining) return;
+    h->declined = true;
+  }
+  if (options_.wake) options_.wake();
+}
+
+}  // namespace etlc::runtime

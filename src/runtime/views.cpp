@@ -1,0 +1,252 @@
+// Watches and the local views they feed.
+//
+// Every member watches job.* (leader, plan), member.* (sessions), lease.* (who holds what) and
+// assign.* (assignments). Only the leader watches split.* and cordon.*: a worker's watch traffic
+// is O(membership + lease changes + assignments), never O(every commit).
+//
+// A record that cannot be decoded (garbage written by hand, an alien version) is logged and
+// treated as absent: nothing a peer or an operator writes may crash a member.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "core/keys.hpp"
+#include "runtime/member.hpp"
+
+namespace etlc::runtime {
+
+namespace {
+constexpr std::size_t kEventsPerWatchPerStep = 4096;
+
+template <typename Fn>
+void guarded_decode(const WatchEvent& e, Fn&& fn) {
+  try {
+    fn();
+  } catch (const core::RecordError& err) {
+    spdlog::warn("etlc: ignoring unreadable record: {}", err.what());
+  } catch (const ConfigError& err) {
+    spdlog::warn("etlc: ignoring record at '{}': {}", e.key, err.what());
+  }
+}
+}  // namespace
+
+void Member::open_watch(WatchSlot& slot) {
+  WatchOptions opts;
+  opts.notify = options_.wake;
+  slot.watch = store_->watch(slot.prefix, std::move(opts));
+  slot.caught_up = false;
+}
+
+void Member::ensure_watches() {
+  if (w_job_.prefix.empty()) {
+    w_job_.prefix = std::string(core::kJobPrefix);
+    w_members_.prefix = std::string(core::kMemberPrefix);
+    w_leases_.prefix = std::string(core::kLeasePrefix);
+    w_assigns_.prefix = std::string(core::kAssignPrefix);
+    w_splits_.prefix = std::string(core::kSplitPrefix);
+    w_cordons_.prefix = std::string(core::kCordonPrefix);
+  }
+  if (!w_job_.watch) {
+    leader_view_.reset();
+    plan_view_.reset();
+    open_watch(w_job_);
+  }
+  if (!w_members_.watch) {
+    members_.clear();
+    open_watch(w_members_);
+  }
+  if (!w_leases_.watch) {
+    leases_.clear();
+    open_watch(w_leases_);
+  }
+  if (!w_assigns_.watch) {
+    assigns_.clear();
+    open_watch(w_assigns_);
+  }
+  if (leader_) {
+    if (!w_splits_.watch) {
+      splits_.clear();
+      completed_count_ = quarantined_count_ = 0;
+      open_watch(w_splits_);
+    }
+    if (!w_cordons_.watch) {
+      cordons_.clear();
+      open_watch(w_cordons_);
+    }
+  }
+}
+
+bool Member::drain_watches(TimePoint now) {
+  bool more = false;
+  std::vector<WatchEvent> batch;
+  auto drain = [&](WatchSlot& slot, auto&& handle) {
+    if (!slot.watch) return;
+    batch.clear();
+    std::size_t n = 0;
+    try {
+      n = slot.watch->poll(batch, kEventsPerWatchPerStep);
+    } catch (const StoreError& e) {
+      // Handle what was delivered before the break? poll() returns those first, so a throw means
+      // nothing more is pending. Re-watch: the fresh snapshot rebuilds the view.
+      spdlog::info("etlc: {}: watch on '{}' broke ({}); re-watching", instance_, slot.prefix,
+                   e.what());
+      slot.watch.reset();
+      slot.caught_up = false;
+      more = true;
+      return;
+    }
+    for (const WatchEvent& e : batch) {
+      if (e.kind == WatchEvent::Kind::caught_up) {
+        slot.caught_up = true;
+        continue;
+      }
+      guarded_decode(e, [&] { handle(e); });
+    }
+    if (n == kEventsPerWatchPerStep) more = true;
+  };
+  drain(w_job_, [&](const WatchEvent& e) { on_job_event(e); });
+  drain(w_members_, [&](const WatchEvent& e) { on_member_event(e, now); });
+  drain(w_leases_, [&](const WatchEvent& e) { on_lease_event(e); });
+  drain(w_assigns_, [&](const WatchEvent& e) { on_assign_event(e); });
+  if (leader_) {
+    drain(w_splits_, [&](const WatchEvent& e) { on_split_event(e); });
+    drain(w_cordons_, [&](const WatchEvent& e) { on_cordon_event(e); });
+  }
+  return more;
+}
+
+void Member::on_job_event(const WatchEvent& e) {
+  const bool put = e.kind == WatchEvent::Kind::put;
+  if (e.key == core::kLeaderKey) {
+    if (!put) {
+      leader_view_.reset();
+      if (leader_) step_down("leader record deleted");
+      return;
+    }
+    auto rec = core::decode_leader(e.key, e.value);
+    leader_view_ = std::make_pair(rec, e.revision);
+    if (leader_ && (rec.owner != instance_ || rec.nonce != nonce_)) step_down("leader record moved");
+    return;
+  }
+  if (e.key == core::kPlanKey) {
+    if (!put) {
+      plan_view_.reset();
+      return;
+    }
+    auto rec = core::decode_plan(e.key, e.value);
+    if (rec.fingerprint != fingerprint_) {
+      go_fatal(fmt::format("job fingerprint mismatch: the job in the store was planned with "
+                           "fingerprint '{}', this member's planner has '{}'",
+                           rec.fingerprint, fingerprint_));
+      return;
+    }
+    plan_view_ = std::make_pair(std::move(rec), e.revision);
+    if (leader_ && plan_view_->first.term > term_) step_down("a newer term took the plan");
+  }
+}
+
+void Member::on_member_event(const WatchEvent& e, TimePoint now) {
+  auto id = core::id_from_key(e.key, core::kMemberPrefix);
+  if (!id) return;
+  if (e.kind != WatchEvent::Kind::put) {
+    if (members_.erase(*id) > 0) {
+      assignment_dirty_ = true;
+      if (leader_) note_departure(*id, now);
+    }
+    return;
+  }
+  auto rec = core::decode_member(e.key, e.value);
+  auto it = members_.find(*id);
+  const bool arrived = it == members_.end() || it->second.rec.nonce != rec.nonce;
+  if (it == members_.end() || it->second.rec.max_in_flight != rec.max_in_flight ||
+      it->second.rec.fingerprint != rec.fingerprint) {
+    assignment_dirty_ = true;
+  }
+  MemberView& v = members_[*id];
+  v.rec = std::move(rec);
+  v.rev = e.revision;
+  v.changed_at = now;  // observer-side clock: expiry counts from when *we* saw it move
+  if (arrived && leader_) note_arrival(*id);
+}
+
+void Member::on_lease_event(const WatchEvent& e) {
+  auto id = core::id_from_key(e.key, core::kLeasePrefix);
+  if (!id) return;
+  if (e.kind != WatchEvent::Kind::put) {
+    leases_.erase(*id);
+    claim_retry_at_.erase(*id);  // a freed split may be claimable at once
+    if (leader_) assignment_dirty_ = true;
+    return;
+  }
+  auto rec = core::decode_lease(e.key, e.value);
+  leases_[*id] = LeaseView{std::move(rec), e.revision};
+}
+
+void Member::on_assign_event(const WatchEvent& e) {
+  auto id = core::id_from_key(e.key, core::kAssignPrefix);
+  if (!id) return;
+  if (e.kind != WatchEvent::Kind::put) {
+    assigns_.erase(*id);
+    if (leader_) assignment_dirty_ = true;
+    return;
+  }
+  auto rec = core::decode_assignment(e.key, e.value);
+  AssignView& v = assigns_[*id];
+  const bool foreign_write = leader_ && rec.term != term_;
+  v.rec = std::move(rec);
+  v.rev = e.revision;
+  if (foreign_write) assignment_dirty_ = true;  // a deposed leader wrote: republish at our term
+}
+
+void Member::on_split_event(const WatchEvent& e) {
+  auto id = core::id_from_key(e.key, core::kSplitPrefix);
+  if (!id) return;
+  auto count = [&](const core::SplitRecord& r, bool add) {
+    std::uint64_t* tally = r.status == core::SplitStatus::completed     ? &completed_count_
+                           : r.status == core::SplitStatus::quarantined ? &quarantined_count_
+                                                                        : nullptr;
+    if (tally != nullptr) *tally = add ? *tally + 1 : *tally - 1;
+  };
+  auto it = splits_.find(*id);
+  if (e.kind != WatchEvent::Kind::put) {
+    if (it != splits_.end()) {
+      count(it->second.rec, false);
+      splits_.erase(it);
+      assignment_dirty_ = true;
+    }
+    return;
+  }
+  auto rec = core::decode_split(e.key, e.value);
+  if (it == splits_.end()) {
+    count(rec, true);
+    splits_.emplace(*id, SplitView{std::move(rec), e.revision});
+    assignment_dirty_ = true;
+    return;
+  }
+  // Progress-only commits (same owner, same status) change nothing the assignment reads.
+  if (it->second.rec.status != rec.status || it->second.rec.owner != rec.owner ||
+      it->second.rec.weight != rec.weight) {
+    assignment_dirty_ = true;
+  }
+  count(it->second.rec, false);
+  count(rec, true);
+  it->second = SplitView{std::move(rec), e.revision};
+}
+
+void Member::on_cordon_event(const WatchEvent& e) {
+  auto id = core::id_from_key(e.key, core::kCordonPrefix);
+  if (!id) return;
+  if (e.kind == WatchEvent::Kind::put) {
+    core::decode_cordon(e.key, e.value);  // validate; garbage is ignored like any record
+    cordons_.insert(*id);
+  } else {
+    cordons_.erase(*id);
+  }
+  assignment_dirty_ = true;
+}
+
+bool Member::session_live(const std::string& instance, const std::string& nonce) const {
+  auto it = members_.find(instance);
+  return it != members_.end() && it->second.rec.nonce == nonce;
+}
+
+}  // namespace etlc::runtime
