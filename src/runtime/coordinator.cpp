@@ -4,7 +4,7 @@
 #include "etlc/coordinator.hpp"
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
+#include "log.hpp"
 
 #include <condition_variable>
 #include <random>
@@ -85,7 +85,7 @@ Coordinator::~Coordinator() {
   try {
     shutdown();
   } catch (const std::exception& e) {
-    spdlog::warn("etlc: shutdown in destructor failed: {}", e.what());
+    log().warn("etlc: shutdown in destructor failed: {}", e.what());
   }
 }
 
@@ -105,7 +105,7 @@ void Coordinator::start() {
       try {
         next = member_->step();
       } catch (const std::exception& e) {
-        spdlog::error("etlc: {}: control loop error: {}", member_->instance_id(), e.what());
+        log().error("etlc: {}: control loop error: {}", member_->instance_id(), e.what());
         next = {};
       }
       const auto wait = next - member_->clock_now();

@@ -6,7 +6,7 @@
 // below the plan's. There is no leaderless fallback: without a leader nothing is rebalanced, and
 // every member keeps what it holds.
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
+#include "log.hpp"
 
 #include <unordered_set>
 
@@ -58,7 +58,7 @@ void Member::try_elect(TimePoint now) {
     leader_flag_ = true;
   }
   metrics_.set_leader(true);
-  spdlog::info("etlc: {}: elected leader for term {}", instance_, term_);
+  log().info("etlc: {}: elected leader for term {}", instance_, term_);
   // Start with no memory of departure times: members whose assignment records exist but whose
   // sessions are gone get a fresh window from now, so a leader change does not rush a move.
   delay_ = core::RebalanceDelay(config_.rebalance_delay);
@@ -117,7 +117,7 @@ bool Member::take_term() {
 
 void Member::step_down(const char* why) {
   if (!leader_) return;
-  spdlog::info("etlc: {}: stepping down as leader of term {} ({})", instance_, term_, why);
+  log().info("etlc: {}: stepping down as leader of term {} ({})", instance_, term_, why);
   leader_ = false;
   w_splits_.watch.reset();
   w_cordons_.watch.reset();
@@ -166,7 +166,7 @@ void Member::advance_planning(TimePoint now) {
     if (!outcome) return;  // still running
     planning_ = false;
     if (!outcome->plan) {
-      spdlog::warn("etlc: {}: planner failed: {}; retrying in {} ms", instance_, outcome->error,
+      log().warn("etlc: {}: planner failed: {}; retrying in {} ms", instance_, outcome->error,
                    std::chrono::duration_cast<std::chrono::milliseconds>(plan_backoff_).count());
       next_plan_at_ = now + plan_backoff_;
       plan_backoff_ = std::min<Duration>(plan_backoff_ * 2, kPlanRetryMax);
@@ -186,7 +186,7 @@ void Member::advance_planning(TimePoint now) {
           throw ConfigError(fmt::format("split id '{}' planned twice", s.spec.id));
         }
       } catch (const ConfigError& e) {
-        spdlog::error("etlc: {}: rejecting plan: {}", instance_, e.what());
+        log().error("etlc: {}: rejecting plan: {}", instance_, e.what());
         next_plan_at_ = now + kPlanRetryMax;
         return;
       }
@@ -252,7 +252,7 @@ void Member::finish_seeding() {
     return;
   }
   next_plan_at_ = clock_.now() + config_.replan_interval;
-  spdlog::info("etlc: {}: plan published: {} splits ({})", instance_, next.split_count,
+  log().info("etlc: {}: plan published: {} splits ({})", instance_, next.split_count,
                core::to_string(next.finality));
 }
 

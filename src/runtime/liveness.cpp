@@ -9,7 +9,7 @@
 //
 // Leases and the leader record have no heartbeat of their own: each is live exactly while its
 // owner's session (instance + nonce) is. A claimer deletes a dead lease itself, by guarded delete.
-#include <spdlog/spdlog.h>
+#include "log.hpp"
 
 #include "core/keys.hpp"
 #include "runtime/member.hpp"
@@ -30,7 +30,7 @@ void Member::expire_peers(TimePoint now) {
   for (const auto& [id, rev] : doomed) {
     WriteResult r = store_->erase(core::member_key(id), rev);
     if (r.ok) {
-      spdlog::info("etlc: {}: expired the session of '{}' (unchanged for a lease)", instance_, id);
+      log().info("etlc: {}: expired the session of '{}' (unchanged for a lease)", instance_, id);
       members_.erase(id);
       assignment_dirty_ = true;
       if (leader_) note_departure(id, now);
@@ -42,7 +42,7 @@ void Member::expire_peers(TimePoint now) {
       leader_view_->first.owner != instance_) {
     WriteResult r = store_->erase(core::kLeaderKey, leader_view_->second);
     if (r.ok) {
-      spdlog::info("etlc: {}: removed the leader record of departed '{}'", instance_,
+      log().info("etlc: {}: removed the leader record of departed '{}'", instance_,
                    leader_view_->first.owner);
       leader_view_.reset();
     }
@@ -68,7 +68,7 @@ bool Member::erase_dead_lease(const std::string& split_id) {
   try {
     it->second = LeaseView{core::decode_lease(core::lease_key(split_id), cur->value), cur->revision};
   } catch (const core::RecordError& e) {
-    spdlog::warn("etlc: {}", e.what());
+    log().warn("etlc: {}", e.what());
   }
   return false;
 }

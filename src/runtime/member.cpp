@@ -2,7 +2,7 @@
 #include "runtime/member.hpp"
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
+#include "log.hpp"
 
 #include <algorithm>
 
@@ -61,12 +61,12 @@ TimePoint Member::step() {
       return now + kIdle;
     }
     metrics_.store_failure();
-    spdlog::debug("etlc: {}: store error, backing off: {}", instance_, e.what());
+    log().debug("etlc: {}: store error, backing off: {}", instance_, e.what());
     retry_at_ = now + kStoreBackoff;
     return retry_at_;
   } catch (const core::RecordError& e) {
     // A record we had to read directly is unreadable: skip this step's work, try again later.
-    spdlog::warn("etlc: {}: {}", instance_, e.what());
+    log().warn("etlc: {}: {}", instance_, e.what());
     retry_at_ = now + kStoreBackoff;
     return retry_at_;
   }
@@ -154,7 +154,7 @@ void Member::shutdown() {
     }
     if (session_open_) store_->erase(core::member_key(instance_), session_rev_);
   } catch (const StoreError& e) {
-    spdlog::warn("etlc: {}: shutdown could not finish cleanly: {}", instance_, e.what());
+    log().warn("etlc: {}: shutdown could not finish cleanly: {}", instance_, e.what());
   }
   // Whatever could not be released is lost to this process; peers reclaim it after expiry.
   for (auto& h : all) {

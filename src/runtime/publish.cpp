@@ -7,7 +7,7 @@
 // withheld from everyone. Recomputation is coalesced: at most once per assignment_interval while
 // events keep arriving.
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
+#include "log.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -85,7 +85,7 @@ void Member::publish_assignment(TimePoint now) {
 
   core::Assignment out = core::desired_assignment(in);
   if (out.stats.backstop_bound) {
-    spdlog::warn("etlc: {}: assignment improve pass hit its backstop ({} moves)", instance_,
+    log().warn("etlc: {}: assignment improve pass hit its backstop ({} moves)", instance_,
                  out.stats.max_improving_moves);
   }
 
@@ -121,7 +121,7 @@ void Member::publish_assignment(TimePoint now) {
   metrics_.assignment_computed(seconds, out.stats.changed(), written);
   metrics_.set_live_workers(in.members.size());
   if (written > 0) {
-    spdlog::info(
+    log().info(
         "etlc: {}: published {} assignment records (term {}): {} assigned, {} queued, {} reserved, "
         "{} changed",
         instance_, written, term_, out.stats.assigned, out.stats.queued, out.stats.reserved,

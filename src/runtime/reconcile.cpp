@@ -10,7 +10,7 @@
 // An assignment is permission to try, not a promise the split is free: a claim waits until the
 // previous owner's lease key is gone (or its owner's session is), which the lease watch shows.
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
+#include "log.hpp"
 
 #include <algorithm>
 
@@ -77,7 +77,7 @@ void Member::begin_revocation(const std::shared_ptr<Held>& h, TimePoint now) {
   h->drain_deadline = now + config_.drain_deadline;
   events_.push_back(RevokeRequested{h->id, config_.drain_deadline});
   event_cv_.notify_all();
-  spdlog::info("etlc: {}: revoking split '{}' (drain deadline {} ms)", instance_, h->id,
+  log().info("etlc: {}: revoking split '{}' (drain deadline {} ms)", instance_, h->id,
                config_.drain_deadline.count());
 }
 
@@ -100,7 +100,7 @@ void Member::force_due_revocations(TimePoint now) {
     std::lock_guard io(h->io);
     if (h->gone) continue;
     metrics_.revocation(declined ? "declined" : "timed_out");
-    spdlog::info("etlc: {}: forcing the release of split '{}' ({})", instance_, h->id,
+    log().info("etlc: {}: forcing the release of split '{}' ({})", instance_, h->id,
                  declined ? "declined" : "drain deadline passed");
     CommitResult r = release_locked(*h);
     if (r.status == CommitStatus::retryable) continue;  // retried next step
@@ -150,7 +150,7 @@ void Member::try_claim(const std::string& id, TimePoint now) {
     next.owner.reset();
     next.owner_nonce.reset();
     if (store_->update(skey, core::encode(next), cur->revision).ok) {
-      spdlog::warn("etlc: {}: quarantined split '{}' after {} attempts", instance_, id,
+      log().warn("etlc: {}: quarantined split '{}' after {} attempts", instance_, id,
                    d.attempts_after);
       metrics_.quarantined_split();
     }
@@ -222,7 +222,7 @@ void Member::try_claim(const std::string& id, TimePoint now) {
   }
   claim_retry_at_.erase(id);
   metrics_.acquired(adopt ? "reclaim" : kind_name(d.kind));
-  spdlog::info("etlc: {}: acquired split '{}' epoch {} ({}), resuming at watermark {}", instance_,
+  log().info("etlc: {}: acquired split '{}' epoch {} ({}), resuming at watermark {}", instance_,
                id, next.epoch, adopt ? "adopted" : kind_name(d.kind), next.progress.watermark);
 }
 

@@ -7,7 +7,7 @@
 // peers; one that finds another nonce means a second live process uses this instance id: the
 // newer process wins (it adopted the record), the older one stops with a Fatal event.
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
+#include "log.hpp"
 
 #include <random>
 
@@ -53,10 +53,10 @@ void Member::open_session(TimePoint now) {
     try {
       old = core::decode_member(key, existing->value);
     } catch (const core::RecordError& e) {
-      spdlog::warn("etlc: {}: replacing unreadable session record: {}", instance_, e.what());
+      log().warn("etlc: {}: replacing unreadable session record: {}", instance_, e.what());
     }
     if (old && old->nonce != nonce_) {
-      spdlog::info("etlc: {}: adopting the session of an earlier process (nonce {})", instance_,
+      log().info("etlc: {}: adopting the session of an earlier process (nonce {})", instance_,
                    old->nonce);
     }
     if (old) rec.counter = old->counter + 1;
@@ -72,7 +72,7 @@ void Member::open_session(TimePoint now) {
   session_open_ = true;
   last_renew_sent_ok_ = now;
   next_renew_ = now + config_.lease_duration / 3;
-  spdlog::info("etlc: {}: session open (nonce {})", instance_, nonce_);
+  log().info("etlc: {}: session open (nonce {})", instance_, nonce_);
 }
 
 void Member::renew_session(TimePoint now) {
@@ -99,7 +99,7 @@ void Member::renew_session(TimePoint now) {
   // Conflict: find out why.
   auto cur = store_->get(key);
   if (!cur) {
-    spdlog::warn("etlc: {}: session expired by peers; stopping lanes and rejoining", instance_);
+    log().warn("etlc: {}: session expired by peers; stopping lanes and rejoining", instance_);
     lose_all(LossReason::session_expired);
     return;
   }
@@ -126,7 +126,7 @@ void Member::renew_session(TimePoint now) {
 void Member::check_starvation(TimePoint now) {
   const Duration budget = config_.lease_duration - config_.op_timeout;
   if (now - last_renew_sent_ok_ < budget) return;
-  spdlog::warn("etlc: {}: no session renewal acknowledged for {} ms; stopping lanes (starved)",
+  log().warn("etlc: {}: no session renewal acknowledged for {} ms; stopping lanes (starved)",
                instance_,
                std::chrono::duration_cast<std::chrono::milliseconds>(now - last_renew_sent_ok_)
                    .count());
@@ -153,7 +153,7 @@ void Member::lose_all(LossReason reason) {
 }
 
 void Member::go_fatal(const std::string& message, LossReason reason) {
-  spdlog::error("etlc: {}: {}", instance_, message);
+  log().error("etlc: {}: {}", instance_, message);
   lose_all(reason);
   stopped_ = true;
   push_event(Fatal{message});

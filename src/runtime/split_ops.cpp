@@ -11,7 +11,7 @@
 // two leaves a lease that dies with the session, and the next claim sees a graceful release
 // (no attempt consumed) rather than a takeover.
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
+#include "log.hpp"
 
 #include "core/claim_rules.hpp"
 #include "core/keys.hpp"
@@ -85,7 +85,7 @@ CommitResult Member::write_record(Held& h, const core::SplitRecord& next, const 
     const bool still_ours = seen.epoch == h.record.epoch && seen.owner == instance_ &&
                             seen.owner_nonce == h.record.owner_nonce;
     if (!still_ours) {
-      spdlog::info("etlc: {}: {} of split '{}' fenced (epoch {} now owned by '{}' epoch {})",
+      log().info("etlc: {}: {} of split '{}' fenced (epoch {} now owned by '{}' epoch {})",
                    instance_, what, h.id, h.record.epoch, seen.owner.value_or("nobody"),
                    seen.epoch);
       drop_held(h, LossReason::fenced);
@@ -195,7 +195,7 @@ CommitResult Member::complete(std::string_view id, const SplitProgress& progress
     pending_lease_erases_.emplace_back(h->id, h->lease_rev);
   }
   drop_held(*h, std::nullopt);
-  spdlog::info("etlc: {}: completed split '{}' at watermark {}", instance_, id,
+  log().info("etlc: {}: completed split '{}' at watermark {}", instance_, id,
                progress.watermark);
   return r;
 }
@@ -225,10 +225,10 @@ CommitResult Member::fail(std::string_view id, std::string_view reason) {
   if (d.quarantine) {
     metrics_.quarantined_split();
     push_event(SplitQuarantined{std::string(id), d.attempts_after});
-    spdlog::warn("etlc: {}: split '{}' quarantined after {} attempts: {}", instance_, id,
+    log().warn("etlc: {}: split '{}' quarantined after {} attempts: {}", instance_, id,
                  d.attempts_after, reason);
   } else {
-    spdlog::info("etlc: {}: split '{}' failed (attempt {} of {}): {}", instance_, id,
+    log().info("etlc: {}: split '{}' failed (attempt {} of {}): {}", instance_, id,
                  d.attempts_after, config_.max_attempts, reason);
   }
   return r;
@@ -242,7 +242,7 @@ CommitResult Member::release_drained(std::string_view id) {
   CommitResult r = release_locked(*h);
   if (r.durable()) {
     metrics_.revocation("cooperative");
-    spdlog::info("etlc: {}: released drained split '{}' at watermark {}", instance_, id,
+    log().info("etlc: {}: released drained split '{}' at watermark {}", instance_, id,
                  h->record.progress.watermark);
   }
   return r;

@@ -7,7 +7,7 @@
 // A record that cannot be decoded (garbage written by hand, an alien version) is logged and
 // treated as absent: nothing a peer or an operator writes may crash a member.
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
+#include "log.hpp"
 
 #include "core/keys.hpp"
 #include "runtime/member.hpp"
@@ -22,9 +22,9 @@ void guarded_decode(const WatchEvent& e, Fn&& fn) {
   try {
     fn();
   } catch (const core::RecordError& err) {
-    spdlog::warn("etlc: ignoring unreadable record: {}", err.what());
+    log().warn("etlc: ignoring unreadable record: {}", err.what());
   } catch (const ConfigError& err) {
-    spdlog::warn("etlc: ignoring record at '{}': {}", e.key, err.what());
+    log().warn("etlc: ignoring record at '{}': {}", e.key, err.what());
   }
 }
 }  // namespace
@@ -87,7 +87,7 @@ bool Member::drain_watches(TimePoint now) {
     } catch (const StoreError& e) {
       // Handle what was delivered before the break? poll() returns those first, so a throw means
       // nothing more is pending. Re-watch: the fresh snapshot rebuilds the view.
-      spdlog::info("etlc: {}: watch on '{}' broke ({}); re-watching", instance_, slot.prefix,
+      log().info("etlc: {}: watch on '{}' broke ({}); re-watching", instance_, slot.prefix,
                    e.what());
       slot.watch.reset();
       slot.caught_up = false;
