@@ -1,0 +1,445 @@
+// desired_assignment. The normative description, invariants and proofs sketched here live in
+// docs/work-assignment.md; keep the two in step.
+#include "core/assignment.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cassert>
+#include <limits>
+#include <memory>
+#include <set>
+#include <utility>
+
+#include "core/assignment_passes.hpp"
+#include "core/indexed_heap.hpp"
+
+namespace etlc::core {
+
+std::uint64_t default_max_improving_moves(std::size_t split_count) noexcept {
+  constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+  const std::uint64_t s = split_count;
+  if (s > (kMax - kImproveMovesFloor) / kImproveMovesPerSplit) return kMax;
+  return s * kImproveMovesPerSplit + kImproveMovesFloor;
+}
+
+namespace detail {
+
+namespace {
+
+constexpr std::uint64_t kMaxWeight = std::numeric_limits<std::uint64_t>::max();
+
+// Ranks handles 0..n-1 by (stable_hash64(seed, id), id): a total order that depends only on the
+// ids and the seed, never on input order. Equal ids are adjacent after the sort: ConfigError.
+template <class IdOf>
+std::vector<std::uint32_t> rank_by_hash(std::size_t n, std::uint64_t seed, IdOf id_of,
+                                        std::string_view what) {
+  struct Keyed {
+    std::uint64_t hash;
+    std::uint32_t index;
+  };
+  std::vector<Keyed> keyed(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    keyed[i] = Keyed{stable_hash64(seed, id_of(i)), static_cast<std::uint32_t>(i)};
+  }
+  std::sort(keyed.begin(), keyed.end(), [&](const Keyed& a, const Keyed& b) {
+    if (a.hash != b.hash) return a.hash < b.hash;
+    return id_of(a.index) < id_of(b.index);
+  });
+  std::vector<std::uint32_t> rank(n);
+  for (std::size_t r = 0; r < n; ++r) {
+    if (r > 0 && keyed[r].hash == keyed[r - 1].hash &&
+        id_of(keyed[r].index) == id_of(keyed[r - 1].index)) {
+      throw ConfigError(
+          fmt::format("desired_assignment: duplicate {} id '{}'", what, id_of(keyed[r].index)));
+    }
+    rank[keyed[r].index] = static_cast<std::uint32_t>(r);
+  }
+  return rank;
+}
+
+void check_owner_index(std::int32_t v, std::size_t members, const AssignSplit& s,
+                       std::string_view field) {
+  if (v == kNoMember) return;
+  if (v < 0 || static_cast<std::size_t>(v) >= members) {
+    throw ConfigError(fmt::format(
+        "desired_assignment: split '{}' has {} = {}, which is neither kNoMember nor a member "
+        "index below {}",
+        s.id, field, v, members));
+  }
+}
+
+std::int32_t holder_of(const AssignSplit& s) {
+  if (s.previous != kNoMember) return s.previous;
+  if (s.lease_owner != kNoMember) return s.lease_owner;
+  return s.record_owner;
+}
+
+// Pass 1: every split stays with its live holder while the holder has lanes. When a holder has
+// more candidates than lanes (its budget shrank, or ownership and the previous assignment
+// disagree), it keeps first the splits it is actually running (it holds their lease), then the
+// heaviest, then by rank — so the work it sheds costs the least.
+void sticky(WorkState& st) {
+  const AssignmentInput& in = *st.in;
+  const std::size_t m_count = in.members.size();
+  std::vector<std::uint32_t> candidates(m_count, 0);
+  for (std::size_t j = 0; j < in.splits.size(); ++j) {
+    const std::int32_t h = st.holder[j];
+    if (in.splits[j].reserved || h == kNoMember) continue;
+    ++candidates[static_cast<std::size_t>(h)];
+  }
+  struct Contender {
+    std::int32_t member;
+    bool running;
+    std::uint64_t weight;
+    std::uint32_t rank;
+    std::uint32_t split;
+  };
+  std::vector<Contender> contenders;
+  for (std::size_t j = 0; j < in.splits.size(); ++j) {
+    const AssignSplit& s = in.splits[j];
+    const std::int32_t h = st.holder[j];
+    if (s.reserved || h == kNoMember) continue;
+    const auto hm = static_cast<std::size_t>(h);
+    if (in.members[hm].lanes == 0) continue;
+    if (candidates[hm] <= in.members[hm].lanes) {
+      st.move(static_cast<std::uint32_t>(j), h);
+      st.stuck[j] = 1;
+    } else {
+      contenders.push_back(Contender{h, s.lease_owner == h, s.weight, st.split_rank[j],
+                                     static_cast<std::uint32_t>(j)});
+    }
+  }
+  std::sort(contenders.begin(), contenders.end(), [](const Contender& a, const Contender& b) {
+    if (a.member != b.member) return a.member < b.member;
+    if (a.running != b.running) return a.running;
+    if (a.weight != b.weight) return a.weight > b.weight;
+    return a.rank < b.rank;
+  });
+  for (const Contender& c : contenders) {
+    if (st.has_free_lane(static_cast<std::size_t>(c.member))) {
+      st.move(c.split, c.member);
+      st.stuck[c.split] = 1;
+    }
+  }
+}
+
+// Pass 2: longest processing time first. Unplaced splits, heaviest first (ties by rank), each to
+// the least-loaded member with a free lane (ties by member rank). When no member has a free
+// lane, the rest is the queue.
+void fill(WorkState& st) {
+  const AssignmentInput& in = *st.in;
+  struct Pending {
+    std::uint64_t weight;
+    std::uint32_t rank;
+    std::uint32_t split;
+  };
+  std::vector<Pending> pending;
+  for (std::size_t j = 0; j < in.splits.size(); ++j) {
+    if (in.splits[j].reserved || st.at[j] != kNoMember) continue;
+    pending.push_back(
+        Pending{in.splits[j].weight, st.split_rank[j], static_cast<std::uint32_t>(j)});
+  }
+  if (pending.empty()) return;
+  std::sort(pending.begin(), pending.end(), [](const Pending& a, const Pending& b) {
+    if (a.weight != b.weight) return a.weight > b.weight;
+    return a.rank < b.rank;
+  });
+  auto lighter = [&st](std::uint32_t a, std::uint32_t b) {
+    if (st.load[a] != st.load[b]) return st.load[a] < st.load[b];
+    return st.member_rank[a] < st.member_rank[b];
+  };
+  IndexedHeap<decltype(lighter)> open(in.members.size(), lighter);
+  for (std::size_t m = 0; m < in.members.size(); ++m) {
+    if (st.has_free_lane(m)) open.push(static_cast<std::uint32_t>(m));
+  }
+  for (const Pending& p : pending) {
+    if (open.empty()) break;
+    const std::uint32_t m = open.top();
+    st.move(p.split, static_cast<std::int32_t>(m));
+    open.set(m, st.has_free_lane(m));
+  }
+}
+
+}  // namespace
+
+void WorkState::move(std::uint32_t j, std::int32_t to) {
+  const std::int32_t from = at[j];
+  const std::uint64_t w = in->splits[j].weight;
+  if (from != kNoMember) {
+    load[static_cast<std::size_t>(from)] -= w;
+    --count[static_cast<std::size_t>(from)];
+  }
+  if (to != kNoMember) {
+    load[static_cast<std::size_t>(to)] += w;
+    ++count[static_cast<std::size_t>(to)];
+  }
+  at[j] = to;
+}
+
+WorkState sticky_and_fill(const AssignmentInput& in) {
+  const std::size_t m_count = in.members.size();
+  const std::size_t s_count = in.splits.size();
+  if (m_count > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max())) {
+    throw ConfigError("desired_assignment: more than 2^31-1 members");
+  }
+  if (s_count >= static_cast<std::size_t>(std::numeric_limits<std::uint32_t>::max())) {
+    throw ConfigError("desired_assignment: 2^32-1 splits or more");
+  }
+  WorkState st;
+  st.in = &in;
+  st.member_rank = rank_by_hash(
+      m_count, in.seed, [&in](std::size_t i) -> std::string_view { return in.members[i].id; },
+      "member");
+  st.split_rank = rank_by_hash(
+      s_count, in.seed, [&in](std::size_t j) -> std::string_view { return in.splits[j].id; },
+      "split");
+  st.by_split_rank.resize(s_count);
+  for (std::size_t j = 0; j < s_count; ++j) {
+    st.by_split_rank[st.split_rank[j]] = static_cast<std::uint32_t>(j);
+  }
+  st.holder.resize(s_count);
+  for (std::size_t j = 0; j < s_count; ++j) {
+    const AssignSplit& s = in.splits[j];
+    check_owner_index(s.previous, m_count, s, "previous");
+    check_owner_index(s.lease_owner, m_count, s, "lease_owner");
+    check_owner_index(s.record_owner, m_count, s, "record_owner");
+    st.holder[j] = holder_of(s);
+  }
+  st.stuck.assign(s_count, 0);
+  st.at.assign(s_count, kNoMember);
+  st.load.assign(m_count, 0);
+  st.count.assign(m_count, 0);
+  st.max_improving_moves =
+      in.max_improving_moves ? *in.max_improving_moves : default_max_improving_moves(s_count);
+  sticky(st);
+  fill(st);
+  return st;
+}
+
+// Pass 3. A move (split s on member f, to member t with a free lane) is admitted iff
+// load(f) > load(t) + w(s). For a given f, the best target is the lightest member with a free
+// lane (any admitted target could be replaced by it), and f can give something to it iff
+// load(f) - minw(f) > load(lightest), where minw(f) is f's lightest split. So with
+//   open   = min-heap of members with a free lane, by load
+//   excess = max-heap of members holding splits, by load - minw
+// an admitted move exists iff excess.top's key > load(open.top) — an O(1) check that is also the
+// exact local-optimality test (docs/work-assignment.md has the argument). Each step moves, from
+// excess.top to open.top, the split whose weight is nearest half their load difference (the
+// largest drop of the sum of squared loads available on that pair), then re-keys the two
+// members: O(log M + log k) per move. Per-member ordered split sets are built lazily, only for
+// members that actually give a split away, so a settled fleet costs one O(S) scan.
+void improve(WorkState& st) {
+  const AssignmentInput& in = *st.in;
+  const std::size_t m_count = in.members.size();
+  const std::size_t s_count = in.splits.size();
+  if (m_count < 2) return;
+
+  std::vector<std::uint64_t> minw(m_count, kMaxWeight);
+  for (std::size_t j = 0; j < s_count; ++j) {
+    const std::int32_t m = st.at[j];
+    if (m != kNoMember) {
+      auto& w = minw[static_cast<std::size_t>(m)];
+      w = std::min(w, in.splits[j].weight);
+    }
+  }
+  std::vector<WideLoad> excess(m_count, 0);
+  auto rekey = [&](std::size_t m) {
+    excess[m] = st.count[m] == 0 ? WideLoad{0} : st.load[m] - minw[m];
+  };
+  for (std::size_t m = 0; m < m_count; ++m) rekey(m);
+
+  auto lighter = [&st](std::uint32_t a, std::uint32_t b) {
+    if (st.load[a] != st.load[b]) return st.load[a] < st.load[b];
+    return st.member_rank[a] < st.member_rank[b];
+  };
+  auto more_excess = [&](std::uint32_t a, std::uint32_t b) {
+    if (excess[a] != excess[b]) return excess[a] > excess[b];
+    return st.member_rank[a] < st.member_rank[b];
+  };
+  IndexedHeap<decltype(lighter)> open(m_count, lighter);
+  IndexedHeap<decltype(more_excess)> givers(m_count, more_excess);
+  for (std::size_t m = 0; m < m_count; ++m) {
+    const auto h = static_cast<std::uint32_t>(m);
+    if (st.has_free_lane(m)) open.push(h);
+    if (st.count[m] > 0) givers.push(h);
+  }
+
+  // Lazily built per-member split sets ordered by (weight, rank).
+  struct Entry {
+    std::uint64_t weight;
+    std::uint32_t rank;
+    bool operator<(const Entry& o) const {
+      return weight != o.weight ? weight < o.weight : rank < o.rank;
+    }
+  };
+  using SplitSet = std::set<Entry>;
+  std::vector<std::unique_ptr<SplitSet>> sets(m_count);
+  std::vector<std::uint32_t> csr_offset;  // snapshot of placement when the first move is made
+  std::vector<std::uint32_t> csr_items;
+  std::vector<std::vector<std::uint32_t>> arrived(m_count);  // placed after the snapshot
+  auto snapshot = [&]() {
+    csr_offset.assign(m_count + 1, 0);
+    for (std::size_t j = 0; j < s_count; ++j) {
+      if (st.at[j] != kNoMember) ++csr_offset[static_cast<std::size_t>(st.at[j]) + 1];
+    }
+    for (std::size_t m = 0; m < m_count; ++m) csr_offset[m + 1] += csr_offset[m];
+    csr_items.resize(csr_offset[m_count]);
+    std::vector<std::uint32_t> cursor(csr_offset.begin(), csr_offset.end() - 1);
+    for (std::size_t j = 0; j < s_count; ++j) {
+      if (st.at[j] != kNoMember) {
+        csr_items[cursor[static_cast<std::size_t>(st.at[j])]++] = static_cast<std::uint32_t>(j);
+      }
+    }
+  };
+  // A member's splits leave it only after its set is built, so its snapshot list plus what
+  // arrived since is exactly what it holds.
+  auto materialize = [&](std::size_t m) -> SplitSet& {
+    if (!sets[m]) {
+      auto set = std::make_unique<SplitSet>();
+      auto add = [&](std::uint32_t j) {
+        assert(st.at[j] == static_cast<std::int32_t>(m));
+        set->insert(Entry{in.splits[j].weight, st.split_rank[j]});
+      };
+      for (std::uint32_t k = csr_offset[m]; k < csr_offset[m + 1]; ++k) add(csr_items[k]);
+      for (std::uint32_t j : arrived[m]) add(j);
+      arrived[m].clear();
+      arrived[m].shrink_to_fit();
+      sets[m] = std::move(set);
+    }
+    return *sets[m];
+  };
+
+  bool snapshotted = false;
+  for (;;) {
+    if (open.empty() || givers.empty()) break;
+    const std::uint32_t t = open.top();
+    const std::uint32_t f = givers.top();
+    if (!(excess[f] > st.load[t])) break;  // no admitted move anywhere: local optimum
+    if (st.improving_moves >= st.max_improving_moves) {
+      st.backstop_bound = true;
+      break;
+    }
+    if (!snapshotted) {
+      snapshot();
+      snapshotted = true;
+    }
+    assert(f != t);
+    SplitSet& from = materialize(f);
+    const WideLoad diff = st.load[f] - st.load[t];  // > minw(f) >= 0
+    const WideLoad half = diff / 2;
+    auto it = half > WideLoad{kMaxWeight}
+                  ? from.end()
+                  : from.upper_bound(Entry{static_cast<std::uint64_t>(half),
+                                           std::numeric_limits<std::uint32_t>::max()});
+    // Candidates: the heaviest split <= diff/2 and the lightest split > diff/2 (if < diff).
+    auto pick = from.end();
+    if (it != from.begin()) pick = std::prev(it);
+    if (it != from.end() && WideLoad{it->weight} < diff) {
+      if (pick == from.end() ||
+          WideLoad{2} * it->weight - diff < diff - WideLoad{2} * pick->weight) {
+        pick = it;
+      }
+    }
+    assert(pick != from.end());
+    const std::uint64_t w = pick->weight;
+    const std::uint32_t j = st.by_split_rank[pick->rank];
+    assert(improves(st.load[f], st.load[t], w));
+    from.erase(pick);
+
+    // Take j off f and re-key f in both heaps, then put it on t and re-key t (one key change
+    // at a time keeps each heap update a single-element repair).
+    st.move(j, kNoMember);
+    minw[f] = from.empty() ? kMaxWeight : from.begin()->weight;
+    rekey(f);
+    givers.set(f, st.count[f] > 0);
+    open.set(f, st.has_free_lane(f));
+
+    st.move(j, static_cast<std::int32_t>(t));
+    if (sets[t]) {
+      sets[t]->insert(Entry{w, st.split_rank[j]});
+    } else {
+      arrived[t].push_back(j);
+    }
+    minw[t] = std::min(minw[t], w);
+    rekey(t);
+    givers.set(t, true);
+    open.set(t, st.has_free_lane(t));
+    ++st.improving_moves;
+  }
+}
+
+Assignment finish(const WorkState& st) {
+  const AssignmentInput& in = *st.in;
+  const std::size_t m_count = in.members.size();
+  const std::size_t s_count = in.splits.size();
+  Assignment out;
+  out.by_member.resize(m_count);
+  out.load_by_member.resize(m_count);
+  for (std::size_t m = 0; m < m_count; ++m) {
+    out.by_member[m].reserve(st.count[m]);
+    out.load_by_member[m] = saturate64(st.load[m]);
+  }
+  // A member that holds nothing now is a newcomer for the stats.
+  std::vector<std::uint8_t> held_something(m_count, 0);
+  for (std::size_t j = 0; j < s_count; ++j) {
+    if (!in.splits[j].reserved && st.holder[j] != kNoMember) {
+      held_something[static_cast<std::size_t>(st.holder[j])] = 1;
+    }
+  }
+  AssignmentStats& stats = out.stats;
+  for (std::size_t j = 0; j < s_count; ++j) {
+    const AssignSplit& s = in.splits[j];
+    const std::int32_t a = st.at[j];
+    if (a != kNoMember)
+      out.by_member[static_cast<std::size_t>(a)].push_back(static_cast<std::uint32_t>(j));
+    if (s.reserved) {
+      ++stats.reserved;
+      continue;
+    }
+    if (a == kNoMember) {
+      ++stats.queued;
+    } else {
+      ++stats.assigned;
+    }
+    const std::int32_t h = st.holder[j];
+    if (h != kNoMember) {
+      if (a == h) {
+        ++stats.kept;
+      } else if (a == kNoMember) {
+        ++stats.queued_over_budget;
+      } else if (!st.stuck[j]) {
+        ++stats.moved_over_budget;
+      } else if (!held_something[static_cast<std::size_t>(a)]) {
+        ++stats.moved_to_newcomer;
+      } else {
+        ++stats.moved_for_improvement;
+      }
+    } else if (a == kNoMember) {
+      ++stats.still_queued;
+    } else if (s.holder_departed) {
+      ++stats.reassigned_after_departure;
+    } else {
+      ++stats.placed_from_queue;
+    }
+  }
+  for (auto& list : out.by_member) {
+    std::sort(list.begin(), list.end(), [&in](std::uint32_t x, std::uint32_t y) {
+      return in.splits[x].id < in.splits[y].id;
+    });
+  }
+  stats.improving_moves = st.improving_moves;
+  stats.max_improving_moves = st.max_improving_moves;
+  stats.backstop_bound = st.backstop_bound;
+  return out;
+}
+
+}  // namespace detail
+
+Assignment desired_assignment(const AssignmentInput& in) {
+  detail::WorkState st = detail::sticky_and_fill(in);
+  detail::improve(st);
+  return detail::finish(st);
+}
+
+}  // namespace etlc::core

@@ -1,0 +1,56 @@
+// Internal: desired_assignment split into its passes, so the benchmark can run a reference
+// improve pass on exactly the state pass 3 starts from, and tests can inspect exact loads.
+// Not part of the public API; may change at any time.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/assignment.hpp"
+
+namespace etlc::core::detail {
+
+// Loads are exact: S weights of at most 2^64-1 sum to less than 2^128 for any S < 2^64, so no
+// load ever saturates or wraps inside the decision, and every comparison is exact.
+__extension__ typedef unsigned __int128 WideLoad;
+
+inline std::uint64_t saturate64(WideLoad x) noexcept {
+  constexpr std::uint64_t kMax = ~std::uint64_t{0};
+  return x > WideLoad{kMax} ? kMax : static_cast<std::uint64_t>(x);
+}
+
+// The admission rule of pass 3: moving a split of `weight` from a member of load `from` to a
+// member of load `to` is improving iff from > to + weight (exact; no overflow possible).
+inline bool improves(WideLoad from, WideLoad to, std::uint64_t weight) noexcept {
+  return from > to + WideLoad{weight};
+}
+
+// The working state between passes. Indices are input indices; order-sensitive choices use the
+// ranks, which depend only on (seed, id).
+struct WorkState {
+  const AssignmentInput* in = nullptr;
+  std::vector<std::uint32_t> member_rank;    // position of member i in (hash(seed,id), id) order
+  std::vector<std::uint32_t> split_rank;     // position of split j in (hash(seed,id), id) order
+  std::vector<std::uint32_t> by_split_rank;  // inverse of split_rank
+  std::vector<std::int32_t> holder;          // split -> live holder (or kNoMember)
+  std::vector<std::uint8_t> stuck;           // split stayed with its holder in pass 1
+  std::vector<std::int32_t> at;              // split -> member it is placed on (or kNoMember)
+  std::vector<WideLoad> load;                // member -> exact sum of placed weights
+  std::vector<std::uint32_t> count;          // member -> number of placed splits
+  std::uint64_t max_improving_moves = 0;
+  std::uint64_t improving_moves = 0;
+  bool backstop_bound = false;
+
+  bool has_free_lane(std::size_t m) const { return count[m] < in->members[m].lanes; }
+  // Moves split j (placed) to member `to`; keeps load and count consistent.
+  void move(std::uint32_t j, std::int32_t to);
+};
+
+// Validation, ranks, pass 1 (sticky) and pass 2 (fill). Throws ConfigError on bad input.
+WorkState sticky_and_fill(const AssignmentInput& in);
+// Pass 3 as desired_assignment runs it: heaps keyed by load, O(log M + log k) per move.
+void improve(WorkState& st);
+// The output (by_member sorted by id, loads, stats) of a finished state.
+Assignment finish(const WorkState& st);
+
+}  // namespace etlc::core::detail

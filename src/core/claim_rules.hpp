@@ -1,0 +1,78 @@
+// Claim classification, delivery-attempt accounting and the quarantine gate: pure decisions over
+// a split's durable record and lease, made before the runtime writes anything.
+//
+// Background (docs/work-assignment.md, "Claims, attempts and quarantine"): a claim creates
+// lease.{split} and then CASes split.{split} to bump its epoch and name the new owner. Only a
+// non-graceful end of the previous tenancy (the owner's session expired, or the same instance
+// restarted with a new process nonce) is poison evidence and consumes a delivery attempt; a
+// graceful release does not. A claim or fail() that brings the attempts to max_attempts parks the
+// split (status quarantined) instead: it is never offered again.
+//
+// All functions are pure and thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "core/records.hpp"
+
+namespace etlc::core {
+
+enum class ClaimKind : std::uint8_t {
+  fresh,     // never owned: epoch 0 and no owner
+  released,  // the previous owner released it gracefully (record owner cleared)
+  reclaim,   // the record names this instance with another process nonce: we restarted
+  takeover,  // the record names another owner whose lease is gone (its session expired)
+};
+
+enum class ClaimRefusal : std::uint8_t {
+  none,           // the claim may proceed
+  terminal,       // the split is completed or quarantined
+  foreign_lease,  // a lease of another process exists: its owner is (or may still be) live
+  already_held,   // the record already names this process (instance and nonce) as owner
+};
+
+struct ClaimDecision {
+  ClaimRefusal refusal = ClaimRefusal::none;  // none => the claim may proceed
+  ClaimKind kind = ClaimKind::fresh;          // meaningful only when refusal == none
+  bool consumes_attempt = false;  // true exactly for takeover and reclaim (non-graceful ends)
+  bool quarantine = false;        // attempts_after reaches max_attempts: write status quarantined
+                                  // (owner cleared) instead of claiming
+  std::uint32_t attempts_after = 0;  // the record's attempts after this claim (saturating)
+  // The lease key exists and belongs to this instance under an older nonce (a previous process
+  // of ours): delete it at its revision before creating ours.
+  bool delete_stale_lease = false;
+  // The lease key exists and already belongs to this very process (instance and nonce), but the
+  // record does not name us yet: an earlier attempt of ours created the lease and its record CAS
+  // did not land (or its outcome was unknown). Adopt the lease; do not create it again.
+  bool adopt_own_lease = false;
+};
+
+// Decides whether this process (self_instance, self_nonce) may claim the split, and how.
+// `lease` is the current lease record if the key exists. Checks, in order:
+//   1. status completed/quarantined                     => refusal terminal
+//   2. record owner == (self_instance, self_nonce)      => refusal already_held
+//   3. a lease exists whose owner is not self_instance  => refusal foreign_lease
+//   then the kind, from the record (the fence is the truth about how the last tenancy ended):
+//   no owner: epoch 0 => fresh, else released; owner self_instance (other or no nonce) => reclaim;
+//   any other owner => takeover (its lease is gone, or it would have been refused at 3).
+// A lease of self_instance with another nonce sets delete_stale_lease; with our nonce,
+// adopt_own_lease. Throws ConfigError if max_attempts == 0.
+ClaimDecision decide_claim(const SplitRecord& record, const std::optional<LeaseRecord>& lease,
+                           std::string_view self_instance, std::string_view self_nonce,
+                           std::uint32_t max_attempts);
+
+// The owner's own fail() (the source reported the split unprocessable): one attempt consumed,
+// and whether that reaches the cap (then the split is quarantined rather than released).
+struct FailDecision {
+  std::uint32_t attempts_after;  // record.attempts + 1, saturating
+  bool quarantine;               // attempts_after >= max_attempts
+};
+// Throws ConfigError if max_attempts == 0.
+FailDecision decide_fail(const SplitRecord& record, std::uint32_t max_attempts);
+
+std::string_view to_string(ClaimKind k) noexcept;
+std::string_view to_string(ClaimRefusal r) noexcept;
+
+}  // namespace etlc::core

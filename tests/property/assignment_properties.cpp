@@ -1,0 +1,89 @@
+// The five invariants of docs/work-assignment.md, as RapidCheck properties. The test names are
+// normative: the page names them, so a deleted or renamed test is a visible divergence.
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include "core/assignment.hpp"
+#include "property/assignment_checks.hpp"
+#include "property/assignment_gen.hpp"
+
+namespace etlc::core {
+namespace {
+
+using test::gen_assignment_input;
+
+// Invariant 1: the same set of inputs yields the same assignment, whatever the input order.
+RC_GTEST_PROP(Assignment, assignment_is_deterministic, ()) {
+  const AssignmentInput in = *gen_assignment_input();
+  const Assignment a = desired_assignment(in);
+  const Assignment b = desired_assignment(in);
+  RC_ASSERT(a.by_member == b.by_member);
+  RC_ASSERT(a.stats == b.stats);
+
+  const AssignmentInput reordered = test::shuffled(in, *rc::gen::arbitrary<std::uint64_t>());
+  const Assignment c = desired_assignment(reordered);
+  RC_ASSERT(test::published(in, a) == test::published(reordered, c));
+  RC_ASSERT(a.stats == c.stats);
+}
+
+// Invariant 2: no split is named twice; nothing reserved is named; no member exceeds its lanes.
+RC_GTEST_PROP(Assignment, no_split_is_assigned_twice, ()) {
+  const AssignmentInput in = *gen_assignment_input();
+  const Assignment out = desired_assignment(in);
+  const auto violation = test::structural_violation(in, out);
+  RC_ASSERT(!violation.has_value());
+  std::uint64_t named = 0;
+  for (const auto& list : out.by_member) named += list.size();
+  RC_ASSERT(named == out.stats.assigned);
+}
+
+// Invariant 3: the output fed back as ownership and as the previous assignment is a fixpoint,
+// and the second computation moves nothing.
+RC_GTEST_PROP(Assignment, assignment_is_stable_under_unchanged_input, ()) {
+  const AssignmentInput in = *gen_assignment_input();
+  const Assignment first = desired_assignment(in);
+  RC_PRE(!first.stats.backstop_bound);  // never under the default backstop (invariant 4)
+  const AssignmentInput again = test::fed_back(in, first);
+  const Assignment second = desired_assignment(again);
+  RC_ASSERT(second.by_member == first.by_member);
+  RC_ASSERT(second.stats.improving_moves == 0u);
+  RC_ASSERT(second.stats.drains() == 0u);
+  RC_ASSERT(second.stats.kept == first.stats.assigned);
+}
+
+// Invariant 4: no single split can move to a member with a free lane and satisfy
+// load(from) > load(to) + weight — checked by brute force over every (split, target) pair. The
+// default backstop must never bind; a small random backstop must be reported exactly when it
+// leaves an improving move behind.
+RC_GTEST_PROP(Assignment, assignment_admits_no_improving_move, ()) {
+  AssignmentInput in = *gen_assignment_input();
+  const Assignment out = desired_assignment(in);
+  RC_ASSERT(!out.stats.backstop_bound);
+  const auto move = test::improving_move(in, out);
+  RC_ASSERT(!move.has_value());
+
+  in.max_improving_moves = *rc::gen::inRange<std::uint64_t>(0, 8);
+  const Assignment capped = desired_assignment(in);
+  RC_ASSERT(capped.stats.max_improving_moves == *in.max_improving_moves);
+  RC_ASSERT(capped.stats.improving_moves <= *in.max_improving_moves);
+  RC_ASSERT(capped.stats.backstop_bound == test::improving_move(in, capped).has_value());
+  RC_ASSERT(!test::structural_violation(in, capped).has_value());
+}
+
+// Invariant 5: every claimable (non-reserved) split is assigned unless every lane is full.
+RC_GTEST_PROP(Assignment, assignment_is_total_over_the_claimable_pool, ()) {
+  const AssignmentInput in = *gen_assignment_input();
+  const Assignment out = desired_assignment(in);
+  const auto violation = test::totality_violation(in, out);
+  RC_ASSERT(!violation.has_value());
+  std::uint64_t reserved = 0;
+  for (const auto& s : in.splits) reserved += s.reserved ? 1 : 0;
+  RC_ASSERT(out.stats.reserved == reserved);
+  RC_ASSERT(out.stats.assigned + out.stats.queued + reserved == in.splits.size());
+  // Every non-reserved split is in exactly one stats category.
+  const auto& st = out.stats;
+  RC_ASSERT(st.kept + st.changed() + st.still_queued + reserved == in.splits.size());
+}
+
+}  // namespace
+}  // namespace etlc::core
