@@ -118,8 +118,10 @@ class FaultInjectingStore final : public KvStore {
   // While on, events of every watch created through this decorator (existing and future) stay
   // out of poll's reach: they wait, in order, in the inner watch's queue, which keeps its own
   // max_pending bound (a watch held too long overflows and breaks, as it would in production).
-  // Events released before stay visible. Turning it off makes every waiting event visible again
-  // and notifies every watch.
+  // Events released before stay visible. A break of the inner watch (overflow) is held like an
+  // event: poll reports it once the events before it were released and returned, or after
+  // holding stops. Turning holding off makes every waiting event visible again and notifies every
+  // watch.
   void hold_watch_events(bool hold);
   bool holding_watch_events() const;
   // While holding: moves up to `max_per_watch` waiting events of each live watch, oldest first,
