@@ -1,0 +1,412 @@
+// Unit tests of desired_assignment's passes and of stable_hash64's pinned answers.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/assignment.hpp"
+#include "property/assignment_checks.hpp"
+
+namespace etlc::core {
+namespace {
+
+constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+
+// A tiny builder: members by id, splits by id with their ownership named by member id.
+class Fleet {
+ public:
+  Fleet& member(std::string id, std::uint32_t lanes) {
+    index_[id] = static_cast<std::int32_t>(in_.members.size());
+    in_.members.push_back(AssignMember{std::move(id), lanes});
+    return *this;
+  }
+  // `previous`, `lease`, `record`: member ids ("" = none).
+  Fleet& split(std::string id, std::uint64_t weight, const std::string& previous = "",
+               const std::string& lease = "", const std::string& record = "") {
+    AssignSplit s;
+    s.id = std::move(id);
+    s.weight = weight;
+    s.previous = who(previous);
+    s.lease_owner = who(lease);
+    s.record_owner = who(record);
+    in_.splits.push_back(std::move(s));
+    return *this;
+  }
+  AssignSplit& last() { return in_.splits.back(); }
+  AssignmentInput& input() { return in_; }
+
+  Assignment run() {
+    out_ = desired_assignment(in_);
+    return out_;
+  }
+  std::vector<std::string> of(const std::string& member) const {
+    std::vector<std::string> ids;
+    for (std::uint32_t j : out_.by_member.at(static_cast<std::size_t>(index_.at(member)))) {
+      ids.push_back(in_.splits[j].id);
+    }
+    return ids;
+  }
+  std::uint64_t load(const std::string& member) const {
+    return out_.load_by_member.at(static_cast<std::size_t>(index_.at(member)));
+  }
+  const Assignment& out() const { return out_; }
+  void expect_sound() const {
+    EXPECT_EQ(test::structural_violation(in_, out_), std::nullopt);
+    EXPECT_EQ(test::improving_move(in_, out_), std::nullopt);
+    EXPECT_EQ(test::totality_violation(in_, out_), std::nullopt);
+  }
+
+ private:
+  std::int32_t who(const std::string& id) const { return id.empty() ? kNoMember : index_.at(id); }
+
+  AssignmentInput in_;
+  std::map<std::string, std::int32_t> index_;
+  Assignment out_;
+};
+
+using Ids = std::vector<std::string>;
+
+// --- stable_hash64 -------------------------------------------------------------------------
+
+// Known answers computed with an independent implementation of the algorithm documented in
+// stable_hash.hpp (a short Python script of the same steps). If any of these changes, every
+// fleet re-breaks its ties on upgrade: that is a breaking change, not a test to update.
+TEST(StableHash, matches_its_known_answers) {
+  EXPECT_EQ(fmix64(1), 0xb456bcfc34c2cb2cULL);
+  EXPECT_EQ(stable_hash64(0, ""), 0x0ff2e69699c4857eULL);
+  EXPECT_EQ(stable_hash64(0, "a"), 0x54375cfddc0ed73eULL);
+  EXPECT_EQ(stable_hash64(0, std::string_view("a\0", 2)), 0x53c318944d60b997ULL);
+  EXPECT_EQ(stable_hash64(1, "a"), 0x916c5fc164bdab31ULL);
+  EXPECT_EQ(stable_hash64(0, "split-0001"), 0x89e0a1ac069b1c7dULL);
+  EXPECT_EQ(stable_hash64(0x0123456789abcdefULL, "split-0001"), 0x5545c9b9af964339ULL);
+  EXPECT_EQ(stable_hash64(0, "abcdefgh"), 0x1acfa93c57052068ULL);
+  EXPECT_EQ(stable_hash64(0, "abcdefghi"), 0xd45be838d28a308dULL);
+  EXPECT_EQ(stable_hash64(kMax, "member/\xc3\xa9t\xc3\xa9"), 0xf96a8573b25046efULL);
+  std::string all_bytes;
+  for (int b = 0; b < 256; ++b) all_bytes.push_back(static_cast<char>(b));
+  EXPECT_EQ(stable_hash64(42, all_bytes), 0x38d17f7dbbf35059ULL);
+}
+
+TEST(StableHash, the_seed_and_every_byte_matter) {
+  EXPECT_NE(stable_hash64(1, "split"), stable_hash64(2, "split"));
+  EXPECT_NE(stable_hash64(0, "split-a"), stable_hash64(0, "split-b"));
+  EXPECT_NE(stable_hash64(0, "a"), stable_hash64(0, std::string_view("a\0", 2)));
+}
+
+// --- the unit tests ------------------------------------------------------------------
+
+TEST(Assignment, balances_on_weight_not_count) {
+  Fleet f;
+  f.member("a", 20).member("b", 20);
+  f.split("big", 100);
+  for (int k = 0; k < 10; ++k) f.split("small-" + std::to_string(k), 10);
+  f.run();
+  f.expect_sound();
+  EXPECT_EQ(f.load("a"), 100u);
+  EXPECT_EQ(f.load("b"), 100u);
+  // One member carries the big split alone; the other carries all ten small ones.
+  const auto a = f.of("a");
+  const auto b = f.of("b");
+  EXPECT_EQ(std::min(a.size(), b.size()), 1u);
+  EXPECT_EQ(std::max(a.size(), b.size()), 10u);
+}
+
+TEST(Assignment, a_members_own_budget_bounds_what_it_is_given) {
+  Fleet f;
+  f.member("small", 2).member("large", 16);
+  // Heavy work: the small member is always the least loaded, yet it gets only its two lanes.
+  for (int k = 0; k < 10; ++k) f.split("s" + std::to_string(k), 1000);
+  f.run();
+  f.expect_sound();
+  EXPECT_EQ(f.of("small").size(), 2u);
+  EXPECT_EQ(f.of("large").size(), 8u);
+  EXPECT_EQ(f.out().stats.queued, 0u);
+}
+
+TEST(Assignment, a_newcomer_receives_work_from_the_heaviest_member) {
+  Fleet f;
+  f.member("heavy", 8).member("light", 8).member("newcomer", 8);
+  f.split("h1", 40, "heavy").split("h2", 40, "heavy").split("h3", 40, "heavy");
+  f.split("l1", 30, "light").split("l2", 30, "light");
+  const Assignment out = f.run();
+  f.expect_sound();
+  const Ids got = f.of("newcomer");
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].front(), 'h');  // taken from the heaviest member
+  EXPECT_EQ(f.of("light"), (Ids{"l1", "l2"}));
+  EXPECT_EQ(f.load("heavy"), 80u);
+  EXPECT_EQ(f.load("newcomer"), 40u);
+  EXPECT_EQ(out.stats.moved_to_newcomer, 1u);
+  EXPECT_EQ(out.stats.kept, 4u);
+  EXPECT_EQ(out.stats.drains(), 1u);
+}
+
+TEST(Assignment, reserved_splits_go_to_nobody) {
+  Fleet f;
+  f.member("a", 10).member("b", 10);
+  f.split("r1", 5, "a");
+  f.last().reserved = true;
+  f.split("r2", 500);
+  f.last().reserved = true;
+  f.split("x", 5);
+  const Assignment out = f.run();
+  f.expect_sound();
+  EXPECT_EQ(f.of("a").size() + f.of("b").size(), 1u);
+  EXPECT_EQ(out.stats.reserved, 2u);
+  EXPECT_EQ(out.stats.assigned, 1u);
+  EXPECT_EQ(out.stats.queued, 0u);  // reserved splits are not the queue
+}
+
+TEST(Assignment, a_lone_member_takes_everything_up_to_its_budget) {
+  Fleet f;
+  f.member("solo", 5);
+  for (int k = 0; k < 8; ++k) f.split("s" + std::to_string(k), 10 + static_cast<std::uint64_t>(k));
+  const Assignment out = f.run();
+  f.expect_sound();
+  // Heaviest first: s3..s7 (weights 13..17).
+  EXPECT_EQ(f.of("solo"), (Ids{"s3", "s4", "s5", "s6", "s7"}));
+  EXPECT_EQ(out.stats.queued, 3u);
+
+  Fleet g;
+  g.member("solo", 100);
+  for (int k = 0; k < 8; ++k) g.split("s" + std::to_string(k), 1);
+  g.run();
+  EXPECT_EQ(g.of("solo").size(), 8u);
+}
+
+TEST(Assignment, splits_beyond_the_total_budget_stay_queued) {
+  Fleet f;
+  f.member("a", 2).member("b", 2).member("c", 2).member("cordoned", 0);
+  for (int k = 0; k < 10; ++k) f.split("s" + std::to_string(k), 7);
+  const Assignment out = f.run();
+  f.expect_sound();
+  EXPECT_EQ(out.stats.assigned, 6u);
+  EXPECT_EQ(out.stats.queued, 4u);
+  EXPECT_EQ(out.stats.still_queued, 4u);
+  EXPECT_EQ(f.of("cordoned").size(), 0u);
+  for (const char* m : {"a", "b", "c"}) EXPECT_EQ(f.of(m).size(), 2u) << m;
+}
+
+TEST(Assignment, a_balanced_fleet_is_left_alone) {
+  Fleet f;
+  f.member("a", 4).member("b", 4).member("c", 4);
+  f.split("a1", 10, "a").split("a2", 20, "a");
+  f.split("b1", 30, "b");
+  f.split("c1", 15, "c").split("c2", 14, "c");
+  const Assignment out = f.run();
+  f.expect_sound();
+  EXPECT_EQ(f.of("a"), (Ids{"a1", "a2"}));
+  EXPECT_EQ(f.of("b"), (Ids{"b1"}));
+  EXPECT_EQ(f.of("c"), (Ids{"c1", "c2"}));
+  EXPECT_EQ(out.stats.kept, 5u);
+  EXPECT_EQ(out.stats.changed(), 0u);
+  EXPECT_EQ(out.stats.improving_moves, 0u);
+}
+
+TEST(Assignment, a_dead_owners_work_is_reassigned) {
+  // "dead" is not a live member: its splits arrive with no live holder.
+  Fleet f;
+  f.member("a", 10).member("b", 10);
+  f.split("a1", 10, "a").split("b1", 10, "b");
+  for (int k = 0; k < 4; ++k) {
+    f.split("d" + std::to_string(k), 10);
+    f.last().holder_departed = true;
+  }
+  const Assignment out = f.run();
+  f.expect_sound();
+  EXPECT_EQ(out.stats.kept, 2u);
+  EXPECT_EQ(out.stats.reassigned_after_departure, 4u);
+  EXPECT_EQ(out.stats.queued, 0u);
+  EXPECT_EQ(f.load("a"), 30u);
+  EXPECT_EQ(f.load("b"), 30u);
+}
+
+TEST(Assignment, byte_scale_weights_do_not_overflow) {
+  // Exact loads: "a" holds 2 * (2^64-1). A saturating comparison would see 2^64-1 on both sides
+  // and keep both splits on "a"; the exact one moves one to the empty member.
+  Fleet f;
+  f.member("a", 4).member("b", 4).member("c", 4);
+  f.split("x", kMax, "a").split("y", kMax, "a").split("z", kMax, "b");
+  const Assignment out = f.run();
+  f.expect_sound();
+  EXPECT_EQ(f.of("a").size(), 1u);
+  EXPECT_EQ(f.of("b").size(), 1u);
+  EXPECT_EQ(f.of("c").size(), 1u);
+  EXPECT_EQ(out.stats.improving_moves, 1u);
+
+  // Many near-maximal weights: loads far beyond 2^64 are reported saturated, ranked exactly.
+  Fleet g;
+  g.member("a", 100).member("b", 100);
+  for (int k = 0; k < 9; ++k)
+    g.split("s" + std::to_string(k), kMax - static_cast<std::uint64_t>(k));
+  g.run();
+  g.expect_sound();
+  EXPECT_EQ(g.load("a"), kMax);
+  EXPECT_EQ(g.load("b"), kMax);
+  EXPECT_EQ(g.of("a").size() + g.of("b").size(), 9u);
+  EXPECT_LE(std::max(g.of("a").size(), g.of("b").size()), 5u);
+}
+
+// --- holders, budgets, stats, errors --------------------------------------------------------
+
+TEST(Assignment, the_holder_is_the_previous_assignee_then_the_lease_then_the_record_owner) {
+  {
+    Fleet f;
+    f.member("a", 1).member("b", 1);
+    f.split("s", 5, "a", "b", "b");  // an unrelated recomputation never undoes a move in flight
+    f.run();
+    EXPECT_EQ(f.of("a"), (Ids{"s"}));
+  }
+  {
+    Fleet f;
+    f.member("a", 1).member("b", 1);
+    f.split("s", 5, "", "b", "a");
+    f.run();
+    EXPECT_EQ(f.of("b"), (Ids{"s"}));
+  }
+  {
+    Fleet f;
+    f.member("a", 1).member("b", 1);
+    f.split("s", 5, "", "", "b");  // a dead-but-not-taken-over owner that is live again
+    f.run();
+    EXPECT_EQ(f.of("b"), (Ids{"s"}));
+    EXPECT_EQ(f.out().stats.kept, 1u);
+  }
+}
+
+TEST(Assignment, an_over_budget_holder_keeps_what_it_runs_then_the_heaviest) {
+  Fleet f;
+  f.member("a", 2).member("b", 1);
+  f.split("x", 1, "a", "a");  // running on a (it holds the lease)
+  f.split("y", 50, "a");
+  f.split("z", 40, "a");
+  const Assignment out = f.run();
+  f.expect_sound();
+  EXPECT_EQ(f.of("a"), (Ids{"x", "y"}));
+  EXPECT_EQ(f.of("b"), (Ids{"z"}));
+  EXPECT_EQ(out.stats.moved_over_budget, 1u);
+}
+
+TEST(Assignment, a_cordoned_member_is_given_nothing_and_sheds_its_work) {
+  Fleet f;
+  f.member("cordoned", 0).member("b", 2);
+  f.split("s1", 5, "cordoned", "cordoned").split("s2", 5, "cordoned").split("s3", 5, "cordoned");
+  const Assignment out = f.run();
+  f.expect_sound();
+  EXPECT_TRUE(f.of("cordoned").empty());
+  EXPECT_EQ(f.of("b").size(), 2u);
+  EXPECT_EQ(out.stats.moved_over_budget, 2u);
+  EXPECT_EQ(out.stats.queued_over_budget, 1u);
+}
+
+TEST(Assignment, stats_say_why_splits_moved) {
+  Fleet f;
+  f.member("a", 10).member("b", 10).member("new", 10);
+  for (int k = 0; k < 6; ++k) f.split("a" + std::to_string(k), 10, "a");
+  f.split("b0", 10, "b");
+  f.split("fresh", 10);  // never held: drains the queue
+  f.split("orphan", 10);
+  f.last().holder_departed = true;
+  const Assignment out = f.run();
+  f.expect_sound();
+  const AssignmentStats& s = out.stats;
+  EXPECT_EQ(s.placed_from_queue, 1u);
+  EXPECT_EQ(s.reassigned_after_departure, 1u);
+  EXPECT_GT(s.moved_to_newcomer + s.moved_for_improvement, 0u);
+  EXPECT_EQ(s.kept + s.changed() + s.still_queued, 9u);
+  EXPECT_EQ(s.assigned, 9u);
+  EXPECT_EQ(f.load("a") + f.load("b") + f.load("new"), 90u);
+  EXPECT_EQ(f.load("a"), 30u);
+  EXPECT_EQ(f.load("b"), 30u);
+  EXPECT_EQ(f.load("new"), 30u);
+}
+
+TEST(Assignment, the_improve_backstop_binds_visibly) {
+  Fleet f;
+  f.member("a", 100).member("b", 100);
+  for (int k = 0; k < 40; ++k) f.split("s" + std::to_string(k), 1, "a");
+  f.input().max_improving_moves = 3;
+  const Assignment capped = f.run();
+  EXPECT_TRUE(capped.stats.backstop_bound);
+  EXPECT_EQ(capped.stats.improving_moves, 3u);
+  EXPECT_EQ(capped.stats.max_improving_moves, 3u);
+  EXPECT_NE(test::improving_move(f.input(), capped), std::nullopt);
+
+  f.input().max_improving_moves.reset();
+  const Assignment free = f.run();
+  EXPECT_FALSE(free.stats.backstop_bound);
+  EXPECT_EQ(free.stats.max_improving_moves, default_max_improving_moves(40));
+  EXPECT_EQ(f.load("a"), 20u);
+  EXPECT_EQ(f.load("b"), 20u);
+  f.expect_sound();
+}
+
+TEST(Assignment, the_result_does_not_depend_on_input_order) {
+  Fleet f;
+  f.member("a", 3).member("b", 3).member("c", 3);
+  Fleet g;
+  g.member("c", 3).member("a", 3).member("b", 3);
+  for (int k = 0; k < 12; ++k) f.split("s" + std::to_string(k), 7);  // all ties
+  for (int k = 11; k >= 0; --k) g.split("s" + std::to_string(k), 7);
+  f.input().seed = g.input().seed = 99;
+  f.run();
+  g.run();
+  for (const char* m : {"a", "b", "c"}) EXPECT_EQ(f.of(m), g.of(m)) << m;
+}
+
+TEST(Assignment, the_seed_breaks_ties) {
+  // With every weight equal, which member gets which split is decided by stable_hash64(seed, id).
+  // Different seeds must (for some seed among a handful) break the ties differently.
+  auto owner_of_s0 = [](std::uint64_t seed) {
+    Fleet f;
+    f.member("a", 1).member("b", 1);
+    f.split("s0", 1).split("s1", 1);
+    f.input().seed = seed;
+    f.run();
+    return f.of("a");
+  };
+  const Ids first = owner_of_s0(0);
+  bool differs = false;
+  for (std::uint64_t seed = 1; seed < 16 && !differs; ++seed) differs = owner_of_s0(seed) != first;
+  EXPECT_TRUE(differs);
+}
+
+TEST(Assignment, empty_inputs_are_fine) {
+  EXPECT_TRUE(desired_assignment(AssignmentInput{}).by_member.empty());
+  Fleet f;
+  f.split("s", 1);
+  const Assignment out = f.run();
+  EXPECT_EQ(out.stats.queued, 1u);
+  Fleet g;
+  g.member("a", 3);
+  EXPECT_EQ(g.run().by_member.at(0).size(), 0u);
+}
+
+TEST(Assignment, bad_input_is_a_config_error) {
+  {
+    Fleet f;
+    f.member("a", 1).member("a", 2);
+    EXPECT_THROW(f.run(), ConfigError);
+  }
+  {
+    Fleet f;
+    f.member("a", 1);
+    f.split("s", 1).split("s", 2);
+    EXPECT_THROW(f.run(), ConfigError);
+  }
+  {
+    Fleet f;
+    f.member("a", 1);
+    f.split("s", 1);
+    f.last().lease_owner = 1;  // only member 0 exists
+    EXPECT_THROW(f.run(), ConfigError);
+    f.last().lease_owner = -2;
+    EXPECT_THROW(f.run(), ConfigError);
+  }
+}
+
+}  // namespace
+}  // namespace etlc::core

@@ -1,0 +1,143 @@
+// Unit tests of claim classification, attempt accounting and the quarantine gate.
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <optional>
+#include <string>
+
+#include "core/claim_rules.hpp"
+
+namespace etlc::core {
+namespace {
+
+constexpr std::uint32_t kCap = 3;
+
+SplitRecord record(std::uint64_t epoch, std::optional<std::string> owner = std::nullopt,
+                   std::optional<std::string> nonce = std::nullopt, std::uint32_t attempts = 0) {
+  SplitRecord r;
+  r.id = "s";
+  r.epoch = epoch;
+  r.owner = std::move(owner);
+  r.owner_nonce = std::move(nonce);
+  r.attempts = attempts;
+  return r;
+}
+
+LeaseRecord lease(std::string owner, std::string nonce) {
+  return LeaseRecord{"s", std::move(owner), std::move(nonce), 1};
+}
+
+TEST(ClaimRules, a_never_owned_split_is_a_fresh_claim) {
+  const ClaimDecision d = decide_claim(record(0), std::nullopt, "me", "n2", kCap);
+  EXPECT_EQ(d.refusal, ClaimRefusal::none);
+  EXPECT_EQ(d.kind, ClaimKind::fresh);
+  EXPECT_FALSE(d.consumes_attempt);
+  EXPECT_FALSE(d.quarantine);
+  EXPECT_EQ(d.attempts_after, 0u);
+}
+
+TEST(ClaimRules, a_gracefully_released_split_costs_no_attempt) {
+  const ClaimDecision d =
+      decide_claim(record(4, std::nullopt, std::nullopt, 2), std::nullopt, "me", "n2", kCap);
+  EXPECT_EQ(d.refusal, ClaimRefusal::none);
+  EXPECT_EQ(d.kind, ClaimKind::released);
+  EXPECT_FALSE(d.consumes_attempt);
+  EXPECT_EQ(d.attempts_after, 2u);
+  EXPECT_FALSE(d.quarantine);
+}
+
+TEST(ClaimRules, our_own_restart_is_a_reclaim_that_consumes_an_attempt) {
+  const ClaimDecision d = decide_claim(record(4, "me", "n1", 0), std::nullopt, "me", "n2", kCap);
+  EXPECT_EQ(d.refusal, ClaimRefusal::none);
+  EXPECT_EQ(d.kind, ClaimKind::reclaim);
+  EXPECT_TRUE(d.consumes_attempt);
+  EXPECT_EQ(d.attempts_after, 1u);
+  EXPECT_FALSE(d.delete_stale_lease);
+}
+
+TEST(ClaimRules, a_leftover_lease_of_our_previous_process_is_deleted_first) {
+  const ClaimDecision d =
+      decide_claim(record(4, "me", "n1", 0), lease("me", "n1"), "me", "n2", kCap);
+  EXPECT_EQ(d.refusal, ClaimRefusal::none);
+  EXPECT_EQ(d.kind, ClaimKind::reclaim);
+  EXPECT_TRUE(d.delete_stale_lease);
+  EXPECT_FALSE(d.adopt_own_lease);
+}
+
+TEST(ClaimRules, an_expired_foreign_owner_is_a_takeover_that_consumes_an_attempt) {
+  const ClaimDecision d = decide_claim(record(4, "other", "x", 1), std::nullopt, "me", "n2", kCap);
+  EXPECT_EQ(d.refusal, ClaimRefusal::none);
+  EXPECT_EQ(d.kind, ClaimKind::takeover);
+  EXPECT_TRUE(d.consumes_attempt);
+  EXPECT_EQ(d.attempts_after, 2u);
+  EXPECT_FALSE(d.quarantine);
+}
+
+TEST(ClaimRules, a_live_foreign_lease_refuses_the_claim) {
+  EXPECT_EQ(decide_claim(record(0), lease("other", "x"), "me", "n2", kCap).refusal,
+            ClaimRefusal::foreign_lease);
+  EXPECT_EQ(decide_claim(record(4, "other", "x"), lease("other", "x"), "me", "n2", kCap).refusal,
+            ClaimRefusal::foreign_lease);
+}
+
+TEST(ClaimRules, a_split_we_already_hold_is_refused) {
+  EXPECT_EQ(decide_claim(record(4, "me", "n2"), std::nullopt, "me", "n2", kCap).refusal,
+            ClaimRefusal::already_held);
+  EXPECT_EQ(decide_claim(record(4, "me", "n2"), lease("me", "n2"), "me", "n2", kCap).refusal,
+            ClaimRefusal::already_held);
+}
+
+TEST(ClaimRules, our_own_lease_without_the_record_is_adopted) {
+  // An earlier claim of ours created the lease; its record CAS did not land.
+  const ClaimDecision d = decide_claim(record(4), lease("me", "n2"), "me", "n2", kCap);
+  EXPECT_EQ(d.refusal, ClaimRefusal::none);
+  EXPECT_TRUE(d.adopt_own_lease);
+  EXPECT_FALSE(d.delete_stale_lease);
+  EXPECT_EQ(d.kind, ClaimKind::released);
+}
+
+TEST(ClaimRules, terminal_splits_are_never_claimed) {
+  SplitRecord done = record(9);
+  done.status = SplitStatus::completed;
+  EXPECT_EQ(decide_claim(done, std::nullopt, "me", "n2", kCap).refusal, ClaimRefusal::terminal);
+  SplitRecord parked = record(9, std::nullopt, std::nullopt, kCap);
+  parked.status = SplitStatus::quarantined;
+  EXPECT_EQ(decide_claim(parked, std::nullopt, "me", "n2", kCap).refusal, ClaimRefusal::terminal);
+}
+
+TEST(ClaimRules, the_attempt_that_reaches_the_cap_quarantines) {
+  const ClaimDecision d =
+      decide_claim(record(4, "other", "x", kCap - 1), std::nullopt, "me", "n2", kCap);
+  EXPECT_EQ(d.refusal, ClaimRefusal::none);
+  EXPECT_EQ(d.attempts_after, kCap);
+  EXPECT_TRUE(d.quarantine);
+  // A graceful release at the same count does not.
+  EXPECT_FALSE(
+      decide_claim(record(4, std::nullopt, std::nullopt, kCap - 1), std::nullopt, "me", "n2", kCap)
+          .quarantine);
+}
+
+TEST(ClaimRules, fail_consumes_one_attempt_and_quarantines_at_the_cap) {
+  const FailDecision first = decide_fail(record(1, "me", "n2", 0), kCap);
+  EXPECT_EQ(first.attempts_after, 1u);
+  EXPECT_FALSE(first.quarantine);
+  const FailDecision last = decide_fail(record(1, "me", "n2", kCap - 1), kCap);
+  EXPECT_EQ(last.attempts_after, kCap);
+  EXPECT_TRUE(last.quarantine);
+  const auto max = std::numeric_limits<std::uint32_t>::max();
+  EXPECT_EQ(decide_fail(record(1, "me", "n2", max), kCap).attempts_after, max);  // saturates
+  EXPECT_EQ(decide_fail(record(1, "me", "n2", 0), 1).quarantine, true);
+}
+
+TEST(ClaimRules, a_zero_attempt_cap_is_a_config_error) {
+  EXPECT_THROW(decide_claim(record(0), std::nullopt, "me", "n2", 0), ConfigError);
+  EXPECT_THROW(decide_fail(record(0), 0), ConfigError);
+}
+
+TEST(ClaimRules, kinds_and_refusals_have_names) {
+  EXPECT_EQ(to_string(ClaimKind::takeover), "takeover");
+  EXPECT_EQ(to_string(ClaimRefusal::foreign_lease), "foreign_lease");
+}
+
+}  // namespace
+}  // namespace etlc::core
