@@ -2,6 +2,8 @@
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 
+#include <cstdlib>
+
 namespace etlc {
 
 spdlog::logger& log() {
@@ -9,7 +11,9 @@ spdlog::logger& log() {
     auto existing = spdlog::get("etlc");
     if (existing) return existing;
     auto l = spdlog::stderr_color_mt("etlc");
-    l->set_level(spdlog::level::warn);
+    // ETLC_LOG_LEVEL=info|debug|... overrides the quiet default (for tests and debugging).
+    const char* env = std::getenv("ETLC_LOG_LEVEL");
+    l->set_level(env != nullptr ? spdlog::level::from_str(env) : spdlog::level::warn);
     return l;
   }();
   return *logger;

@@ -23,9 +23,10 @@ void CoordinatorConfig::validate() const {
   }
   if (rebalance_delay < milliseconds(0)) fail("rebalance_delay must be >= 0 (0 = immediate)");
   if (drain_deadline < op_timeout) {
-    fail(fmt::format("drain_deadline ({} ms) must be at least op_timeout ({} ms): a shorter one "
-                     "would force every revocation before its final commit could land",
-                     drain_deadline.count(), op_timeout.count()));
+    fail(
+        fmt::format("drain_deadline ({} ms) must be at least op_timeout ({} ms): a shorter one "
+                    "would force every revocation before its final commit could land",
+                    drain_deadline.count(), op_timeout.count()));
   }
   if (max_attempts < 1 || max_attempts > 1000) fail("max_attempts must be in 1..1000");
   if (replan_interval < milliseconds(100)) fail("replan_interval must be at least 100 ms");
@@ -34,6 +35,5 @@ void CoordinatorConfig::validate() const {
     fail("bulk_ops_per_step must be in 2..100000");
   }
 }
-
 
 }  // namespace etlc

@@ -18,21 +18,30 @@ namespace etlc {
 
 std::string_view to_string(CommitStatus s) noexcept {
   switch (s) {
-    case CommitStatus::durable: return "durable";
-    case CommitStatus::fenced: return "fenced";
-    case CommitStatus::retryable: return "retryable";
+    case CommitStatus::durable:
+      return "durable";
+    case CommitStatus::fenced:
+      return "fenced";
+    case CommitStatus::retryable:
+      return "retryable";
   }
   return "unknown";
 }
 
 std::string_view to_string(LossReason reason) noexcept {
   switch (reason) {
-    case LossReason::fenced: return "fenced";
-    case LossReason::revoked: return "revoked";
-    case LossReason::starved: return "starved";
-    case LossReason::session_expired: return "session_expired";
-    case LossReason::twin: return "twin";
-    case LossReason::shutdown: return "shutdown";
+    case LossReason::fenced:
+      return "fenced";
+    case LossReason::revoked:
+      return "revoked";
+    case LossReason::starved:
+      return "starved";
+    case LossReason::session_expired:
+      return "session_expired";
+    case LossReason::twin:
+      return "twin";
+    case LossReason::shutdown:
+      return "shutdown";
   }
   return "unknown";
 }
@@ -71,14 +80,15 @@ Coordinator::Coordinator(CoordinatorConfig config, std::shared_ptr<KvStore> stor
   config.validate();
   if (!store) throw ConfigError("invalid config: store must not be null");
   if (!planner) throw ConfigError("invalid config: planner must not be null");
-  if (planner->fingerprint().empty()) throw ConfigError("invalid config: planner fingerprint is empty");
+  if (planner->fingerprint().empty())
+    throw ConfigError("invalid config: planner fingerprint is empty");
   runtime::Member::Options options;
   Loop* loop = loop_.get();
   options.wake = [loop] { loop->notify(); };
   options.plan_runner = std::make_unique<runtime::ThreadPlanRunner>(options.wake);
-  member_ = std::make_unique<runtime::Member>(std::move(config), std::move(store),
-                                              std::move(planner), clock, *metrics_,
-                                              std::move(options));
+  member_ =
+      std::make_unique<runtime::Member>(std::move(config), std::move(store), std::move(planner),
+                                        clock, *metrics_, std::move(options));
 }
 
 Coordinator::~Coordinator() {
@@ -126,7 +136,9 @@ Clock::time_point Coordinator::step() {
   return member_->step();
 }
 
-std::optional<Event> Coordinator::poll() { return member_->poll_event(); }
+std::optional<Event> Coordinator::poll() {
+  return member_->poll_event();
+}
 
 std::optional<Event> Coordinator::wait_event(std::chrono::milliseconds timeout) {
   bool threaded;
@@ -149,13 +161,17 @@ CommitResult Coordinator::fail(std::string_view split_id, std::string_view reaso
   return member_->fail(split_id, reason);
 }
 
-void Coordinator::release(std::span<const std::string> split_ids) { member_->release(split_ids); }
+void Coordinator::release(std::span<const std::string> split_ids) {
+  member_->release(split_ids);
+}
 
 CommitResult Coordinator::release_drained(std::string_view split_id) {
   return member_->release_drained(split_id);
 }
 
-void Coordinator::decline_revoke(std::string_view split_id) { member_->decline_revoke(split_id); }
+void Coordinator::decline_revoke(std::string_view split_id) {
+  member_->decline_revoke(split_id);
+}
 
 namespace {
 void stop_thread(std::mutex& mu, std::condition_variable& cv, bool& stop, std::thread& t) {
@@ -178,10 +194,20 @@ void Coordinator::abandon() {
   member_->abandon();
 }
 
-std::string Coordinator::instance_id() const { return member_->instance_id(); }
-bool Coordinator::is_leader() const { return member_->is_leader(); }
-std::vector<std::string> Coordinator::held_splits() const { return member_->held_ids(); }
-MetricsRegistry& Coordinator::metrics() { return *metrics_; }
-runtime::Member& Coordinator::member() { return *member_; }
+std::string Coordinator::instance_id() const {
+  return member_->instance_id();
+}
+bool Coordinator::is_leader() const {
+  return member_->is_leader();
+}
+std::vector<std::string> Coordinator::held_splits() const {
+  return member_->held_ids();
+}
+MetricsRegistry& Coordinator::metrics() {
+  return *metrics_;
+}
+runtime::Member& Coordinator::member() {
+  return *member_;
+}
 
 }  // namespace etlc

@@ -90,9 +90,10 @@ bool Member::take_term() {
     }
     core::PlanRecord plan = core::decode_plan(core::kPlanKey, cur->value);
     if (plan.fingerprint != fingerprint_) {
-      go_fatal(fmt::format("job fingerprint mismatch: the job was planned with '{}', this "
-                           "member's planner has '{}'",
-                           plan.fingerprint, fingerprint_));
+      go_fatal(
+          fmt::format("job fingerprint mismatch: the job was planned with '{}', this "
+                      "member's planner has '{}'",
+                      plan.fingerprint, fingerprint_));
       return false;
     }
     if (plan.term >= term_) {
@@ -167,7 +168,7 @@ void Member::advance_planning(TimePoint now) {
     planning_ = false;
     if (!outcome->plan) {
       log().warn("etlc: {}: planner failed: {}; retrying in {} ms", instance_, outcome->error,
-                   std::chrono::duration_cast<std::chrono::milliseconds>(plan_backoff_).count());
+                 std::chrono::duration_cast<std::chrono::milliseconds>(plan_backoff_).count());
       next_plan_at_ = now + plan_backoff_;
       plan_backoff_ = std::min<Duration>(plan_backoff_ * 2, kPlanRetryMax);
       return;
@@ -253,7 +254,7 @@ void Member::finish_seeding() {
   }
   next_plan_at_ = clock_.now() + config_.replan_interval;
   log().info("etlc: {}: plan published: {} splits ({})", instance_, next.split_count,
-               core::to_string(next.finality));
+             core::to_string(next.finality));
 }
 
 void Member::update_tallies(TimePoint now) {
@@ -264,8 +265,8 @@ void Member::update_tallies(TimePoint now) {
   if (plan.finality == core::Finality::open) next.split_count = splits_.size();
   next.completed = completed_count_;
   next.quarantined = quarantined_count_;
-  next.verdict = core::completion_verdict(next.finality, next.split_count, next.completed,
-                                          next.quarantined);
+  next.verdict =
+      core::completion_verdict(next.finality, next.split_count, next.completed, next.quarantined);
   metrics_.set_job_tallies(next.split_count, next.completed, next.quarantined);
   if (next == plan) return;
   const bool verdict_changed = next.verdict != plan.verdict;

@@ -43,7 +43,7 @@ void Member::expire_peers(TimePoint now) {
     WriteResult r = store_->erase(core::kLeaderKey, leader_view_->second);
     if (r.ok) {
       log().info("etlc: {}: removed the leader record of departed '{}'", instance_,
-                   leader_view_->first.owner);
+                 leader_view_->first.owner);
       leader_view_.reset();
     }
   }
@@ -66,7 +66,8 @@ bool Member::erase_dead_lease(const std::string& split_id) {
     return true;
   }
   try {
-    it->second = LeaseView{core::decode_lease(core::lease_key(split_id), cur->value), cur->revision};
+    it->second =
+        LeaseView{core::decode_lease(core::lease_key(split_id), cur->value), cur->revision};
   } catch (const core::RecordError& e) {
     log().warn("etlc: {}", e.what());
   }

@@ -92,7 +92,8 @@ TimePoint Member::step() {
     if (planning_ || (plan_view_ && plan_view_->first.finality == core::Finality::open)) {
       next = std::min(next, std::max(now, next_plan_at_));
     }
-    if (plan_view_ && !plan_view_->first.planned) next = std::min(next, std::max(now, next_plan_at_));
+    if (plan_view_ && !plan_view_->first.planned)
+      next = std::min(next, std::max(now, next_plan_at_));
   }
   return std::max(next, now);
 }

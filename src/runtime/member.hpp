@@ -196,8 +196,8 @@ class Member {
   // split_ops.cpp (Held::io must be held by the caller where noted)
   std::shared_ptr<Held> find_held(std::string_view id) const;
   CommitResult write_record(Held& h, const core::SplitRecord& next, const char* what);  // io held
-  CommitResult release_locked(Held& h);  // io held
-  void drop_held(Held& h, std::optional<LossReason> reason);                             // io held
+  CommitResult release_locked(Held& h);                                                 // io held
+  void drop_held(Held& h, std::optional<LossReason> reason);                            // io held
   void retry_lease_erases();
   void push_event(Event e);
 

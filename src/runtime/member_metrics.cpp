@@ -21,30 +21,38 @@ MemberMetrics::MemberMetrics(MetricsRegistry& registry, std::string_view instanc
   leader_ = &registry_.gauge("etl_coordination_leader", "1 while this member is the leader", l);
   live_workers_ = &registry_.gauge("etl_coordination_live_workers",
                                    "Live members the leader balances across (leader only)", l);
-  planned_ = &registry_.gauge("etl_coordination_splits_planned", "Splits in the plan (leader only)",
-                              l);
+  planned_ =
+      &registry_.gauge("etl_coordination_splits_planned", "Splits in the plan (leader only)", l);
   completed_ = &registry_.gauge("etl_coordination_splits_completed",
                                 "Splits that committed terminal progress (leader only)", l);
   quarantined_ = &registry_.gauge("etl_coordination_splits_quarantined",
                                   "Splits parked after max_attempts (leader only)", l);
-  quarantined_total_ = &registry_.counter("etl_coordination_quarantines_total",
-                                          "Splits this member quarantined", l);
+  quarantined_total_ =
+      &registry_.counter("etl_coordination_quarantines_total", "Splits this member quarantined", l);
   store_failures_ = &registry_.counter("etl_coordination_store_failures_total",
                                        "Store operations that failed and were retried", l);
-  assignment_seconds_ = &registry_.histogram("etl_coordination_assignment_seconds",
-                                             "Time to compute and publish one assignment",
-                                             kSecondsBuckets, l);
-  moves_per_publish_ = &registry_.histogram("etl_coordination_moves_per_publish",
-                                            "Splits whose assignee changed in one publish",
-                                            kMovesBuckets, l);
+  assignment_seconds_ =
+      &registry_.histogram("etl_coordination_assignment_seconds",
+                           "Time to compute and publish one assignment", kSecondsBuckets, l);
+  moves_per_publish_ =
+      &registry_.histogram("etl_coordination_moves_per_publish",
+                           "Splits whose assignee changed in one publish", kMovesBuckets, l);
   records_published_ = &registry_.counter("etl_coordination_assignment_records_written_total",
                                           "assign.{instance} records written", l);
 }
 
-void MemberMetrics::set_owned(std::size_t n) { owned_->set(static_cast<double>(n)); }
-void MemberMetrics::set_draining(std::size_t n) { draining_->set(static_cast<double>(n)); }
-void MemberMetrics::set_leader(bool leader) { leader_->set(leader ? 1.0 : 0.0); }
-void MemberMetrics::set_live_workers(std::size_t n) { live_workers_->set(static_cast<double>(n)); }
+void MemberMetrics::set_owned(std::size_t n) {
+  owned_->set(static_cast<double>(n));
+}
+void MemberMetrics::set_draining(std::size_t n) {
+  draining_->set(static_cast<double>(n));
+}
+void MemberMetrics::set_leader(bool leader) {
+  leader_->set(leader ? 1.0 : 0.0);
+}
+void MemberMetrics::set_live_workers(std::size_t n) {
+  live_workers_->set(static_cast<double>(n));
+}
 
 void MemberMetrics::set_job_tallies(std::uint64_t planned, std::uint64_t completed,
                                     std::uint64_t quarantined) {
@@ -74,8 +82,12 @@ void MemberMetrics::revocation(std::string_view outcome) {
       .inc();
 }
 
-void MemberMetrics::quarantined_split() { quarantined_total_->inc(); }
-void MemberMetrics::store_failure() { store_failures_->inc(); }
+void MemberMetrics::quarantined_split() {
+  quarantined_total_->inc();
+}
+void MemberMetrics::store_failure() {
+  store_failures_->inc();
+}
 
 void MemberMetrics::assignment_computed(double seconds, std::uint64_t moves,
                                         std::uint64_t records_written) {

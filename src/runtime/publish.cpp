@@ -86,7 +86,7 @@ void Member::publish_assignment(TimePoint now) {
   core::Assignment out = core::desired_assignment(in);
   if (out.stats.backstop_bound) {
     log().warn("etlc: {}: assignment improve pass hit its backstop ({} moves)", instance_,
-                 out.stats.max_improving_moves);
+               out.stats.max_improving_moves);
   }
 
   std::uint64_t written = 0;

@@ -26,10 +26,14 @@ constexpr std::size_t kClaimsPerStep = 64;
 
 const char* kind_name(core::ClaimKind k) {
   switch (k) {
-    case core::ClaimKind::fresh: return "fresh";
-    case core::ClaimKind::released: return "released";
-    case core::ClaimKind::reclaim: return "reclaim";
-    case core::ClaimKind::takeover: return "takeover";
+    case core::ClaimKind::fresh:
+      return "fresh";
+    case core::ClaimKind::released:
+      return "released";
+    case core::ClaimKind::reclaim:
+      return "reclaim";
+    case core::ClaimKind::takeover:
+      return "takeover";
   }
   return "unknown";
 }
@@ -78,7 +82,7 @@ void Member::begin_revocation(const std::shared_ptr<Held>& h, TimePoint now) {
   events_.push_back(RevokeRequested{h->id, config_.drain_deadline});
   event_cv_.notify_all();
   log().info("etlc: {}: revoking split '{}' (drain deadline {} ms)", instance_, h->id,
-               config_.drain_deadline.count());
+             config_.drain_deadline.count());
 }
 
 // Forced revocation: a declined drain, or one past its deadline. The split is released (its
@@ -101,10 +105,13 @@ void Member::force_due_revocations(TimePoint now) {
     if (h->gone) continue;
     metrics_.revocation(declined ? "declined" : "timed_out");
     log().info("etlc: {}: forcing the release of split '{}' ({})", instance_, h->id,
-                 declined ? "declined" : "drain deadline passed");
+               declined ? "declined" : "drain deadline passed");
     CommitResult r = release_locked(*h);
     if (r.status == CommitStatus::retryable) continue;  // retried next step
-    if (!h->gone) drop_held(*h, LossReason::revoked);
+    if (r.durable()) {  // (a fenced release already reported the loss as fenced)
+      metrics_.lost(LossReason::revoked);
+      push_event(SplitLost{h->id, LossReason::revoked});
+    }
   }
 }
 
@@ -129,11 +136,12 @@ void Member::try_claim(const std::string& id, TimePoint now) {
   if (spec_it == spec_cache_.end()) {
     auto spec = store_->get(core::spec_key(id));
     if (!spec) return;
-    spec_it = spec_cache_.emplace(id, core::decode_spec(core::spec_key(id), spec->value).spec).first;
+    spec_it =
+        spec_cache_.emplace(id, core::decode_spec(core::spec_key(id), spec->value).spec).first;
   }
 
-  core::ClaimDecision d = core::decide_claim(rec, std::nullopt, instance_, nonce_,
-                                             config_.max_attempts);
+  core::ClaimDecision d =
+      core::decide_claim(rec, std::nullopt, instance_, nonce_, config_.max_attempts);
   if (d.refusal == core::ClaimRefusal::terminal) {
     claim_retry_at_[id] = now + config_.lease_duration;  // the leader will drop it
     return;
@@ -151,7 +159,7 @@ void Member::try_claim(const std::string& id, TimePoint now) {
     next.owner_nonce.reset();
     if (store_->update(skey, core::encode(next), cur->revision).ok) {
       log().warn("etlc: {}: quarantined split '{}' after {} attempts", instance_, id,
-                   d.attempts_after);
+                 d.attempts_after);
       metrics_.quarantined_split();
     }
     return;
@@ -222,8 +230,8 @@ void Member::try_claim(const std::string& id, TimePoint now) {
   }
   claim_retry_at_.erase(id);
   metrics_.acquired(adopt ? "reclaim" : kind_name(d.kind));
-  log().info("etlc: {}: acquired split '{}' epoch {} ({}), resuming at watermark {}", instance_,
-               id, next.epoch, adopt ? "adopted" : kind_name(d.kind), next.progress.watermark);
+  log().info("etlc: {}: acquired split '{}' epoch {} ({}), resuming at watermark {}", instance_, id,
+             next.epoch, adopt ? "adopted" : kind_name(d.kind), next.progress.watermark);
 }
 
 void Member::observe_completion() {

@@ -57,7 +57,7 @@ void Member::open_session(TimePoint now) {
     }
     if (old && old->nonce != nonce_) {
       log().info("etlc: {}: adopting the session of an earlier process (nonce {})", instance_,
-                   old->nonce);
+                 old->nonce);
     }
     if (old) rec.counter = old->counter + 1;
     r = store_->update(key, core::encode(rec), existing->revision);
@@ -85,7 +85,8 @@ void Member::renew_session(TimePoint now) {
   } catch (const StoreError& e) {
     if (!e.retryable()) throw;
     // Retry soon; starvation is judged from the last successful send, not from this failure.
-    next_renew_ = now + std::max<Duration>(config_.lease_duration / 30, std::chrono::milliseconds(20));
+    next_renew_ =
+        now + std::max<Duration>(config_.lease_duration / 30, std::chrono::milliseconds(20));
     metrics_.store_failure();
     return;
   }
@@ -126,10 +127,9 @@ void Member::renew_session(TimePoint now) {
 void Member::check_starvation(TimePoint now) {
   const Duration budget = config_.lease_duration - config_.op_timeout;
   if (now - last_renew_sent_ok_ < budget) return;
-  log().warn("etlc: {}: no session renewal acknowledged for {} ms; stopping lanes (starved)",
-               instance_,
-               std::chrono::duration_cast<std::chrono::milliseconds>(now - last_renew_sent_ok_)
-                   .count());
+  log().warn(
+      "etlc: {}: no session renewal acknowledged for {} ms; stopping lanes (starved)", instance_,
+      std::chrono::duration_cast<std::chrono::milliseconds>(now - last_renew_sent_ok_).count());
   lose_all(LossReason::starved);
 }
 

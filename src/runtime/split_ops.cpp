@@ -86,8 +86,7 @@ CommitResult Member::write_record(Held& h, const core::SplitRecord& next, const 
                             seen.owner_nonce == h.record.owner_nonce;
     if (!still_ours) {
       log().info("etlc: {}: {} of split '{}' fenced (epoch {} now owned by '{}' epoch {})",
-                   instance_, what, h.id, h.record.epoch, seen.owner.value_or("nobody"),
-                   seen.epoch);
+                 instance_, what, h.id, h.record.epoch, seen.owner.value_or("nobody"), seen.epoch);
       drop_held(h, LossReason::fenced);
       return {CommitStatus::fenced, "another member owns a newer epoch"};
     }
@@ -195,8 +194,7 @@ CommitResult Member::complete(std::string_view id, const SplitProgress& progress
     pending_lease_erases_.emplace_back(h->id, h->lease_rev);
   }
   drop_held(*h, std::nullopt);
-  log().info("etlc: {}: completed split '{}' at watermark {}", instance_, id,
-               progress.watermark);
+  log().info("etlc: {}: completed split '{}' at watermark {}", instance_, id, progress.watermark);
   return r;
 }
 
@@ -226,10 +224,10 @@ CommitResult Member::fail(std::string_view id, std::string_view reason) {
     metrics_.quarantined_split();
     push_event(SplitQuarantined{std::string(id), d.attempts_after});
     log().warn("etlc: {}: split '{}' quarantined after {} attempts: {}", instance_, id,
-                 d.attempts_after, reason);
+               d.attempts_after, reason);
   } else {
     log().info("etlc: {}: split '{}' failed (attempt {} of {}): {}", instance_, id,
-                 d.attempts_after, config_.max_attempts, reason);
+               d.attempts_after, config_.max_attempts, reason);
   }
   return r;
 }
@@ -243,7 +241,7 @@ CommitResult Member::release_drained(std::string_view id) {
   if (r.durable()) {
     metrics_.revocation("cooperative");
     log().info("etlc: {}: released drained split '{}' at watermark {}", instance_, id,
-                 h->record.progress.watermark);
+               h->record.progress.watermark);
   }
   return r;
 }

@@ -88,7 +88,7 @@ bool Member::drain_watches(TimePoint now) {
       // Handle what was delivered before the break? poll() returns those first, so a throw means
       // nothing more is pending. Re-watch: the fresh snapshot rebuilds the view.
       log().info("etlc: {}: watch on '{}' broke ({}); re-watching", instance_, slot.prefix,
-                   e.what());
+                 e.what());
       slot.watch.reset();
       slot.caught_up = false;
       more = true;
@@ -117,6 +117,8 @@ bool Member::drain_watches(TimePoint now) {
 void Member::on_job_event(const WatchEvent& e) {
   const bool put = e.kind == WatchEvent::Kind::put;
   if (e.key == core::kLeaderKey) {
+    // Our own writes update the view at once; the watch echoes older events afterwards.
+    if (leader_view_ && leader_view_->second > e.revision) return;
     if (!put) {
       leader_view_.reset();
       if (leader_) step_down("leader record deleted");
@@ -124,19 +126,22 @@ void Member::on_job_event(const WatchEvent& e) {
     }
     auto rec = core::decode_leader(e.key, e.value);
     leader_view_ = std::make_pair(rec, e.revision);
-    if (leader_ && (rec.owner != instance_ || rec.nonce != nonce_)) step_down("leader record moved");
+    if (leader_ && (rec.owner != instance_ || rec.nonce != nonce_))
+      step_down("leader record moved");
     return;
   }
   if (e.key == core::kPlanKey) {
+    if (plan_view_ && plan_view_->second > e.revision) return;
     if (!put) {
       plan_view_.reset();
       return;
     }
     auto rec = core::decode_plan(e.key, e.value);
     if (rec.fingerprint != fingerprint_) {
-      go_fatal(fmt::format("job fingerprint mismatch: the job in the store was planned with "
-                           "fingerprint '{}', this member's planner has '{}'",
-                           rec.fingerprint, fingerprint_));
+      go_fatal(
+          fmt::format("job fingerprint mismatch: the job in the store was planned with "
+                      "fingerprint '{}', this member's planner has '{}'",
+                      rec.fingerprint, fingerprint_));
       return;
     }
     plan_view_ = std::make_pair(std::move(rec), e.revision);
@@ -147,6 +152,7 @@ void Member::on_job_event(const WatchEvent& e) {
 void Member::on_member_event(const WatchEvent& e, TimePoint now) {
   auto id = core::id_from_key(e.key, core::kMemberPrefix);
   if (!id) return;
+  if (auto it = members_.find(*id); it != members_.end() && it->second.rev > e.revision) return;
   if (e.kind != WatchEvent::Kind::put) {
     if (members_.erase(*id) > 0) {
       assignment_dirty_ = true;
@@ -171,6 +177,7 @@ void Member::on_member_event(const WatchEvent& e, TimePoint now) {
 void Member::on_lease_event(const WatchEvent& e) {
   auto id = core::id_from_key(e.key, core::kLeasePrefix);
   if (!id) return;
+  if (auto it = leases_.find(*id); it != leases_.end() && it->second.rev > e.revision) return;
   if (e.kind != WatchEvent::Kind::put) {
     leases_.erase(*id);
     claim_retry_at_.erase(*id);  // a freed split may be claimable at once
@@ -184,6 +191,7 @@ void Member::on_lease_event(const WatchEvent& e) {
 void Member::on_assign_event(const WatchEvent& e) {
   auto id = core::id_from_key(e.key, core::kAssignPrefix);
   if (!id) return;
+  if (auto it = assigns_.find(*id); it != assigns_.end() && it->second.rev > e.revision) return;
   if (e.kind != WatchEvent::Kind::put) {
     assigns_.erase(*id);
     if (leader_) assignment_dirty_ = true;
@@ -207,6 +215,7 @@ void Member::on_split_event(const WatchEvent& e) {
     if (tally != nullptr) *tally = add ? *tally + 1 : *tally - 1;
   };
   auto it = splits_.find(*id);
+  if (it != splits_.end() && it->second.rev > e.revision) return;
   if (e.kind != WatchEvent::Kind::put) {
     if (it != splits_.end()) {
       count(it->second.rec, false);

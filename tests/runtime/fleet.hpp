@@ -86,7 +86,7 @@ struct Node {
   bool running = true;   // stepped by the fleet
   bool crashed = false;  // abandoned
   Clock::time_point next_due{};
-  std::vector<Event> events;          // every event seen, in order
+  std::vector<Event> events;                   // every event seen, in order
   std::map<std::string, SplitProgress> lanes;  // open lanes: split -> progress emitted so far
   std::set<std::string> ever_granted;
 
@@ -97,9 +97,8 @@ struct Node {
   }
   template <typename T>
   std::size_t count() const {
-    return static_cast<std::size_t>(std::count_if(events.begin(), events.end(), [](const Event& e) {
-      return std::holds_alternative<T>(e);
-    }));
+    return static_cast<std::size_t>(std::count_if(
+        events.begin(), events.end(), [](const Event& e) { return std::holds_alternative<T>(e); }));
   }
   template <typename T>
   std::vector<T> all() const {
@@ -135,8 +134,8 @@ class Fleet {
     auto node = std::make_unique<Node>();
     node->id = id;
     node->store = std::make_shared<FaultInjectingStore>(mem);
-    node->coord = std::make_unique<Coordinator>(c, node->store, planner ? planner : planner_, clock,
-                                                metrics);
+    node->coord =
+        std::make_unique<Coordinator>(c, node->store, planner ? planner : planner_, clock, metrics);
     node->next_due = clock.now();
     nodes_.push_back(std::move(node));
     return *nodes_.back();

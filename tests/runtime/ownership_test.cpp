@@ -1,0 +1,305 @@
+// Fencing, revocation, quarantine, completion, leader changes, outages and garbage.
+#include <gtest/gtest.h>
+
+#include "runtime/fleet.hpp"
+
+namespace etlc::testing {
+namespace {
+
+std::set<std::string> union_held(Fleet& fleet) {
+  std::set<std::string> all;
+  for (Node* n : fleet.live()) {
+    auto h = n->held();
+    all.insert(h.begin(), h.end());
+  }
+  return all;
+}
+
+TEST(Ownership, a_zombie_paused_past_its_lease_is_fenced_and_its_late_commit_writes_nothing) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(4, 10));
+  Fleet fleet(planner);
+  fleet.add("a", [](CoordinatorConfig& c) { c.rebalance_delay = 0ms; });
+  Node& z = fleet.add("z", [](CoordinatorConfig& c) { c.rebalance_delay = 0ms; });
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }));
+  ASSERT_NE(fleet.leader_id(), "z");
+  auto held = z.held();
+  ASSERT_FALSE(held.empty());
+  const std::string split = *held.begin();
+  ASSERT_TRUE(z.coord->commit(split, SplitProgress{5, "z-state"}).durable());
+
+  z.running = false;  // paused: no steps, no renewals
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.node("a").held().count(split) > 0; }, 20s));
+  const auto taken = fleet.split_record(split);
+  EXPECT_EQ(taken.owner, "a");
+  EXPECT_EQ(taken.progress.watermark, 5u);  // resumed from z's durable commit
+  EXPECT_EQ(taken.attempts, 1u);            // z's tenancy ended non-gracefully
+
+  // The zombie wakes up and commits before its own loop notices anything.
+  CommitResult late = z.coord->commit(split, SplitProgress{9, "zombie"});
+  EXPECT_EQ(late.status, CommitStatus::fenced);
+  EXPECT_EQ(fleet.split_record(split), taken);  // nothing written
+  // Its loop then self-fences the rest and it rejoins.
+  z.running = true;
+  fleet.run_for(1s);
+  EXPECT_GE(z.count<SplitLost>(), 1u);
+}
+
+TEST(Ownership, a_cooperative_drain_replays_nothing) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(4, 10));
+  Fleet fleet(planner);
+  Node& a = fleet.add("a");
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && a.held().size() == 4; }));
+  for (const auto& s : a.held()) {
+    a.lanes[s] = SplitProgress{42, "tail-" + s};  // the lane's final progress at drain time
+  }
+  Node& b = fleet.add("b");
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && !b.held().empty(); }));
+  for (const auto& g : b.all<SplitGranted>()) {
+    EXPECT_EQ(g.progress.watermark, 42u) << g.spec.id;  // resumes exactly where a stopped
+    EXPECT_EQ(g.progress.state, "tail-" + g.spec.id);
+    EXPECT_EQ(fleet.split_record(g.spec.id).attempts, 0u);  // graceful: no attempt consumed
+  }
+  EXPECT_EQ(a.count<SplitLost>(), 0u);
+}
+
+void forced_revocation_case(LanePolicy policy, std::chrono::milliseconds max_wait) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(4, 10));
+  Fleet fleet(planner);
+  Node& a = fleet.add("a");
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && a.held().size() == 4; }));
+  for (const auto& s : a.held()) {
+    ASSERT_TRUE(a.coord->commit(s, SplitProgress{7, "committed"}).durable());
+    a.lanes[s] = SplitProgress{9, "uncommitted-tail"};  // emitted but never committed
+  }
+  a.policy = policy;
+  Node& b = fleet.add("b");
+  const auto started = fleet.clock.now();
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && !b.held().empty(); }, 30s));
+  EXPECT_LE(fleet.clock.now() - started, max_wait);
+  auto lost = a.all<SplitLost>();
+  ASSERT_FALSE(lost.empty());
+  for (const auto& l : lost) EXPECT_EQ(l.reason, LossReason::revoked);
+  for (const auto& g : b.all<SplitGranted>()) {
+    // The uncommitted tail (7..9) replays under b: at most one commit interval.
+    EXPECT_EQ(g.progress.watermark, 7u);
+    EXPECT_EQ(fleet.split_record(g.spec.id).attempts, 0u);  // forced, but the owner was alive
+  }
+}
+
+TEST(Ownership, a_declined_drain_is_forced_at_once_and_replays_at_most_one_commit_interval) {
+  LanePolicy p;
+  p.decline = true;
+  forced_revocation_case(p, 500ms);
+}
+
+TEST(Ownership, a_timed_out_drain_is_forced_after_the_deadline_and_never_strands_the_split) {
+  LanePolicy p;
+  p.wedge = true;  // never answers the revocation
+  forced_revocation_case(p, 1000ms + 500ms);
+}
+
+TEST(Ownership, a_revocation_once_begun_finishes_even_if_the_split_is_reassigned_back) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(4, 10));
+  Fleet fleet(planner);
+  Node& a = fleet.add("a");
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && a.held().size() == 4; }));
+  a.policy.wedge = true;  // a drains slowly: it will not answer before the deadline
+  Node& b = fleet.add("b");
+  // Let the revocation start, then make b leave again before the drain ends.
+  ASSERT_TRUE(fleet.run_until([&] { return a.count<RevokeRequested>() > 0; }, 5s));
+  b.coord->shutdown();
+  b.running = false;
+  ASSERT_TRUE(
+      fleet.run_until([&] { return a.held().size() == 4 && a.count<SplitLost>() > 0; }, 20s));
+  // The drain finished (forced at its deadline) and a reclaimed the split afterwards.
+  EXPECT_EQ(a.count<SplitLost>(), a.count<RevokeRequested>());
+  EXPECT_EQ(union_held(fleet).size(), 4u);
+}
+
+TEST(Ownership, a_poison_split_is_quarantined_after_max_attempts_and_the_job_stalls) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(3, 10));
+  Fleet fleet(planner);
+  Node& a = fleet.add("a");
+  Node& standby = fleet.add("s", [](CoordinatorConfig& c) { c.max_in_flight = 1; });
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }));
+  // Complete two splits; keep failing the third wherever it goes.
+  bool stalled = fleet.run_until(
+      [&] {
+        for (Node* n : fleet.live()) {
+          for (const auto& s : n->held()) {
+            if (s == "s002") {
+              n->coord->fail(s, "cannot parse");
+            } else {
+              n->coord->complete(s, SplitProgress{100, "done"});
+            }
+          }
+        }
+        return a.count<Stalled>() > 0 && standby.count<Stalled>() > 0;
+      },
+      60s);
+  ASSERT_TRUE(stalled);
+  auto rec = fleet.split_record("s002");
+  EXPECT_EQ(rec.status, core::SplitStatus::quarantined);
+  EXPECT_EQ(rec.attempts, 3u);  // max_attempts
+  EXPECT_EQ(rec.last_error, "cannot parse");
+  auto st = a.all<Stalled>().front();
+  EXPECT_EQ(st.completed, 2u);
+  EXPECT_EQ(st.quarantined, 1u);
+  for (Node* n : fleet.live()) EXPECT_EQ(n->count<AllComplete>(), 0u);
+  std::size_t quarantined_events = 0;
+  for (Node* n : fleet.live()) quarantined_events += n->count<SplitQuarantined>();
+  EXPECT_EQ(quarantined_events, 1u);
+}
+
+TEST(Ownership, a_standby_that_never_owned_a_split_observes_completion) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(2, 10));
+  Fleet fleet(planner);
+  Node& a = fleet.add("a", [](CoordinatorConfig& c) { c.max_in_flight = 2; });
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && a.held().size() == 2; }));
+  // The standby joins while the last splits finish: there is nothing left for it to own.
+  Node& standby = fleet.add("standby");
+  for (const auto& s : a.held()) ASSERT_TRUE(a.coord->complete(s, SplitProgress{1, ""}).durable());
+  ASSERT_TRUE(fleet.run_until(
+      [&] { return standby.count<AllComplete>() > 0 && a.count<AllComplete>() > 0; }, 20s));
+  EXPECT_TRUE(standby.ever_granted.empty());
+  EXPECT_EQ(fleet.plan_record()->verdict, core::Verdict::complete);
+}
+
+TEST(Ownership, no_assignment_record_means_nothing_is_claimed_and_nothing_given_up) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(6, 10));
+  Fleet fleet(planner);
+  Node& a = fleet.add("a", [](CoordinatorConfig& c) { c.max_in_flight = 2; });
+  Node& w = fleet.add("w", [](CoordinatorConfig& c) { c.max_in_flight = 2; });
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }));
+  ASSERT_EQ(fleet.leader_id(), "a");
+  ASSERT_EQ(w.held().size(), 2u);  // 2 splits stay queued: the fleet's lanes are full
+  const auto w_before = w.held();
+
+  // The leader stops publishing (paused, well inside its lease), and w's record is withdrawn.
+  a.running = false;
+  auto rec = fleet.mem->get(core::assign_key("w"));
+  ASSERT_TRUE(fleet.mem->erase(core::assign_key("w"), rec->revision).ok);
+  // A newcomer that has never seen a record joins while splits sit unleased in the store.
+  Node& n = fleet.add("n");
+  fleet.run_for(2s);
+  EXPECT_TRUE(n.held().empty()) << "claimed without an assignment record";
+  EXPECT_EQ(w.held(), w_before) << "gave work up without an assignment record";
+  EXPECT_EQ(w.count<RevokeRequested>(), 0u);
+  EXPECT_FALSE(n.member().assignment().has_value());
+}
+
+TEST(Ownership, a_leader_gap_leaves_every_member_holding_its_work) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(6, 10));
+  Fleet fleet(planner);
+  fleet.add("a");
+  fleet.add("b");
+  fleet.add("c");
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }));
+  std::map<std::string, std::set<std::string>> before;
+  for (Node* n : fleet.live()) before[n->id] = n->held();
+  const std::string old_leader = fleet.leader_id();
+  fleet.crash(old_leader);
+  // During the gap (until the leader's session expires) the others keep everything.
+  fleet.run_for(2500ms);
+  for (Node* n : fleet.live()) {
+    EXPECT_EQ(n->held(), before[n->id]) << n->id;
+    EXPECT_EQ(n->count<RevokeRequested>(), 0u);
+  }
+  // A new leader is elected after one lease, with a higher term, and the fleet converges.
+  ASSERT_TRUE(
+      fleet.run_until([&] { return !fleet.leader_id().empty() && fleet.converged(); }, 30s));
+  EXPECT_NE(fleet.leader_id(), old_leader);
+  EXPECT_GE(fleet.plan_record()->term, 2u);
+}
+
+TEST(Ownership, a_store_outage_longer_than_a_lease_self_fences_owners_and_the_fleet_recovers) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(4, 10));
+  Fleet fleet(planner);
+  Node& a = fleet.add("a");
+  Node& b = fleet.add("b");
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }));
+  std::map<std::string, std::uint64_t> committed;
+  for (Node* n : fleet.live()) {
+    for (const auto& s : n->held()) {
+      ASSERT_TRUE(n->coord->commit(s, SplitProgress{11, "before-outage"}).durable());
+      committed[s] = 11;
+    }
+  }
+  // Every operation of both members fails for longer than a lease.
+  a.store->fail_next(1'000'000);
+  b.store->fail_next(1'000'000);
+  fleet.run_for(4s);
+  for (Node* n : fleet.live()) {
+    EXPECT_TRUE(n->held().empty()) << n->id << " kept lanes without a session";
+    for (const auto& l : n->all<SplitLost>()) EXPECT_EQ(l.reason, LossReason::starved);
+  }
+  a.store->clear_faults();
+  b.store->clear_faults();
+  ASSERT_TRUE(
+      fleet.run_until([&] { return fleet.converged() && union_held(fleet).size() == 4; }, 30s));
+  for (const auto& [s, w] : committed) {
+    EXPECT_EQ(fleet.split_record(s).progress.watermark, w) << s << ": progress lost";
+  }
+}
+
+TEST(Ownership, garbage_in_any_key_is_reported_and_does_not_crash_a_member) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(4, 10));
+  Fleet fleet(planner);
+  fleet.add("a");
+  fleet.add("b");
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }));
+  // Garbage under every prefix the members read, plus corrupt records of real keys.
+  fleet.mem->create("member.junk", "{not json");
+  fleet.mem->create("lease.junk", "\x01\x02\x03");
+  fleet.mem->create("assign.junk", "[]");
+  fleet.mem->create("split.junk", R"({"v":99})");
+  fleet.mem->create("cordon.junk", "null");
+  fleet.mem->create("spec.junk", "");
+  fleet.mem->create("job.unknown", "garbage");
+  auto spec = fleet.mem->get(core::spec_key("s000"));
+  fleet.mem->update(core::spec_key("s000"), "corrupted", spec->revision);
+  fleet.run_for(10s);
+  for (Node* n : fleet.live()) {
+    EXPECT_FALSE(n->member().stopped()) << n->id;
+    EXPECT_EQ(n->count<Fatal>(), 0u);
+  }
+  EXPECT_TRUE(fleet.converged());
+}
+
+TEST(Ownership, the_leader_dies_mid_plan_and_the_successor_term_fences_the_old_publish) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(40, 10));
+  Fleet fleet(planner);
+  Node& a = fleet.add("a", [](CoordinatorConfig& c) { c.bulk_ops_per_step = 10; });
+  Node& b = fleet.add("b");
+  // Let a win the election and seed a few splits, then freeze it mid-plan.
+  ASSERT_TRUE(fleet.run_until([&] { return a.coord->is_leader() && fleet.mem->size() > 12; }, 5s));
+  ASSERT_FALSE(fleet.plan_record()->planned);
+  a.running = false;  // a is paused mid-plan (a zombie leader)
+  ASSERT_TRUE(fleet.run_until([&] { return b.coord->is_leader(); }, 20s));
+  const std::uint64_t old_term = 1;
+  EXPECT_GT(fleet.plan_record()->term, old_term);
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.plan_record()->planned; }, 20s));
+  // The deposed leader's late writes: a plan header CAS and an assignment record at its old term.
+  auto plan = fleet.mem->get(core::kPlanKey);
+  core::PlanRecord stale = core::decode_plan(core::kPlanKey, plan->value);
+  stale.term = old_term;
+  stale.split_count = 1;
+  auto res = a.store->update(core::kPlanKey, core::encode(stale), 1 /* what a saw */);
+  EXPECT_FALSE(res.ok);  // the plan CAS is the leader fence
+  core::AssignmentRecord bogus{"b", old_term, {"s000", "s001"}};
+  auto cur = fleet.mem->get(core::assign_key("b"));
+  ASSERT_TRUE(cur.has_value());
+  ASSERT_TRUE(fleet.mem->update(core::assign_key("b"), core::encode(bogus), cur->revision).ok);
+  // b ignores a record below the plan's term and the leader republishes at its term.
+  ASSERT_TRUE(fleet.run_until(
+      [&] {
+        auto e = fleet.mem->get(core::assign_key("b"));
+        return e && core::decode_assignment(core::assign_key("b"), e->value).term > old_term &&
+               fleet.converged();
+      },
+      10s));
+  EXPECT_EQ(b.count<Fatal>(), 0u);
+}
+
+}  // namespace
+}  // namespace etlc::testing
