@@ -85,7 +85,6 @@ Coordinator::Coordinator(CoordinatorConfig config, std::shared_ptr<KvStore> stor
   runtime::Member::Options options;
   Loop* loop = loop_.get();
   options.wake = [loop] { loop->notify(); };
-  options.plan_runner = std::make_unique<runtime::ThreadPlanRunner>(options.wake);
   member_ =
       std::make_unique<runtime::Member>(std::move(config), std::move(store), std::move(planner),
                                         clock, *metrics_, std::move(options));
@@ -105,6 +104,9 @@ void Coordinator::start() {
     if (loop_->started) throw UsageError("Coordinator::start called twice");
     loop_->started = true;
   }
+  // In thread mode the planner runs on its own thread, never on the control loop.
+  Loop* loop = loop_.get();
+  member_->set_plan_runner(std::make_unique<runtime::ThreadPlanRunner>([loop] { loop->notify(); }));
   member_->join_now();
   loop_->thread = std::thread([this] {
     std::unique_lock lk(loop_->mu);

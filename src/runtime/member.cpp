@@ -34,6 +34,12 @@ Member::Member(CoordinatorConfig config, std::shared_ptr<KvStore> store,
 
 Member::~Member() = default;
 
+void Member::set_plan_runner(std::unique_ptr<PlanRunner> runner) {
+  std::lock_guard lk(mu_);
+  if (planning_) throw UsageError("cannot replace the plan runner while a plan runs");
+  options_.plan_runner = std::move(runner);
+}
+
 TimePoint Member::step() {
   std::lock_guard lk(mu_);
   const TimePoint now = clock_.now();

@@ -69,13 +69,22 @@ struct Held {
 
 class Member {
  public:
+  // Hooks that exist only so the simulator can prove its checker can fail. Never set them in
+  // production: each one removes a safety mechanism.
+  struct UnsafeTestHooks {
+    bool commit_without_fence = false;  // commits overwrite the record whatever its epoch
+  };
+
   struct Options {
     // Runs the planner. Null = inline on the control loop (manual mode / simulation).
     std::unique_ptr<PlanRunner> plan_runner;
     // Called (from any thread) when the member wants step() to run soon.
     std::function<void()> wake;
-    // Per-process nonce; empty = random.
+    // Per-process nonce; empty = from nonce_source (or random).
     std::string nonce;
+    // Produces the nonce of every new session (the simulator makes them deterministic).
+    std::function<std::string()> nonce_source;
+    UnsafeTestHooks unsafe;
   };
 
   Member(CoordinatorConfig config, std::shared_ptr<KvStore> store, std::shared_ptr<Planner> planner,
@@ -84,6 +93,9 @@ class Member {
 
   // Runs one step at clock.now(); returns when the next one is due (now if work is pending).
   TimePoint step();
+
+  // Replaces the plan runner (Coordinator::start moves the planner onto its own thread).
+  void set_plan_runner(std::unique_ptr<PlanRunner> runner);
 
   // Synchronous first join (thread mode): probe the store, open the session, check the job's
   // fingerprint. Throws ConfigError / StoreError as Coordinator::start documents.

@@ -17,6 +17,7 @@
 namespace etlc::runtime {
 
 std::string Member::fresh_nonce() {
+  if (options_.nonce_source) return options_.nonce_source();
   std::random_device rd;
   std::uniform_int_distribution<std::uint64_t> dist;
   return fmt::format("{:016x}{:016x}", dist(rd), dist(rd));

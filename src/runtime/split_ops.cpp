@@ -167,6 +167,11 @@ CommitResult Member::commit(std::string_view id, const SplitProgress& progress) 
   }
   core::SplitRecord next = h->record;
   next.progress = progress;
+  if (options_.unsafe.commit_without_fence) {
+    // Test-only: overwrite whatever is there (what a system without fencing would do).
+    auto cur = store_->get(core::split_key(h->id));
+    if (cur) h->record_rev = cur->revision;
+  }
   return write_record(*h, next, "commit");
 }
 
