@@ -8,6 +8,7 @@
 
 #include "core/keys.hpp"
 #include "etlc/metrics.hpp"
+#include "store/metered_store.hpp"
 
 namespace etlc::runtime {
 
@@ -20,7 +21,7 @@ Member::Member(CoordinatorConfig config, std::shared_ptr<KvStore> store,
                std::shared_ptr<Planner> planner, const Clock& clock, MetricsRegistry& metrics,
                Options options)
     : config_(std::move(config)),
-      store_(std::move(store)),
+      store_(std::make_shared<MeteredStore>(std::move(store), metrics, clock, config_.instance_id)),
       planner_(std::move(planner)),
       clock_(clock),
       metrics_(metrics, config_.instance_id.empty() ? "" : config_.instance_id),

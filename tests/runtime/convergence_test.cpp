@@ -38,3 +38,38 @@ TEST(Convergence, fleet_converges_to_the_desired_assignment_then_publishes_nothi
 
 }  // namespace
 }  // namespace etlc::testing
+
+namespace etlc::testing {
+namespace {
+
+TEST(Convergence, members_report_ownership_and_store_metrics) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(6, 100));
+  Fleet fleet(planner);
+  fleet.add("a");
+  fleet.add("b");
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }, 30s));
+  auto snap = fleet.metrics->snapshot();
+  double owned = 0;
+  std::uint64_t acquired = 0;
+  for (const char* m : {"a", "b"}) {
+    owned += snap.gauge("etl_coordination_splits_owned", {{"instance", m}}).value_or(-100);
+    acquired +=
+        snap.counter("etl_coordination_acquisitions_total", {{"instance", m}, {"kind", "fresh"}})
+            .value_or(0);
+  }
+  EXPECT_EQ(owned, 6.0);
+  EXPECT_EQ(acquired, 6u);
+  const std::string leader = fleet.leader_id();
+  EXPECT_EQ(snap.gauge("etl_coordination_leader", {{"instance", leader}}), 1.0);
+  EXPECT_EQ(snap.gauge("etl_coordination_splits_planned", {{"instance", leader}}), 6.0);
+  auto creates = snap.counter("etl_coordination_store_ops_total",
+                              {{"instance", leader}, {"op", "create"}, {"result", "ok"}});
+  ASSERT_TRUE(creates.has_value());
+  EXPECT_GE(*creates, 12u);  // 6 specs + 6 split records, at least
+  const std::string text = fleet.metrics->render_prometheus();
+  EXPECT_NE(text.find("# TYPE etl_coordination_store_op_seconds histogram"), std::string::npos);
+  EXPECT_NE(text.find("etl_coordination_assignment_seconds_count"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace etlc::testing
