@@ -29,23 +29,56 @@ namespace {
 
 constexpr std::uint64_t kMaxWeight = std::numeric_limits<std::uint64_t>::max();
 
+struct Keyed {
+  std::uint64_t hash;
+  std::uint32_t index;
+};
+
+// Sorts by hash with an LSD radix sort (6 passes of 11 bits): the rank computation is the largest
+// fixed cost of a settled fleet's recomputation, and a comparison sort of 10^6 keys is several
+// times slower. Equal hashes keep their input order here; the caller orders them by id.
+void radix_sort_by_hash(std::vector<Keyed>& v) {
+  constexpr unsigned kBits = 11;
+  constexpr std::size_t kBuckets = std::size_t{1} << kBits;
+  std::vector<Keyed> tmp(v.size());
+  std::vector<std::size_t> start(kBuckets);
+  for (unsigned shift = 0; shift < 64; shift += kBits) {
+    std::fill(start.begin(), start.end(), 0);
+    for (const Keyed& k : v) ++start[(k.hash >> shift) & (kBuckets - 1)];
+    std::size_t sum = 0;
+    for (auto& c : start) sum += std::exchange(c, sum);
+    for (const Keyed& k : v) tmp[start[(k.hash >> shift) & (kBuckets - 1)]++] = k;
+    v.swap(tmp);
+  }
+}
+
 // Ranks handles 0..n-1 by (stable_hash64(seed, id), id): a total order that depends only on the
 // ids and the seed, never on input order. Equal ids are adjacent after the sort: ConfigError.
 template <class IdOf>
 std::vector<std::uint32_t> rank_by_hash(std::size_t n, std::uint64_t seed, IdOf id_of,
                                         std::string_view what) {
-  struct Keyed {
-    std::uint64_t hash;
-    std::uint32_t index;
-  };
   std::vector<Keyed> keyed(n);
   for (std::size_t i = 0; i < n; ++i) {
     keyed[i] = Keyed{stable_hash64(seed, id_of(i)), static_cast<std::uint32_t>(i)};
   }
-  std::sort(keyed.begin(), keyed.end(), [&](const Keyed& a, const Keyed& b) {
+  auto by_hash_then_id = [&](const Keyed& a, const Keyed& b) {
     if (a.hash != b.hash) return a.hash < b.hash;
     return id_of(a.index) < id_of(b.index);
-  });
+  };
+  if (n < 4096) {
+    std::sort(keyed.begin(), keyed.end(), by_hash_then_id);
+  } else {
+    radix_sort_by_hash(keyed);
+    // Order runs of equal hashes by id (distinct ids rarely collide; duplicates end up adjacent).
+    for (std::size_t r = 0; r + 1 < n;) {
+      std::size_t end = r + 1;
+      while (end < n && keyed[end].hash == keyed[r].hash) ++end;
+      if (end - r > 1)
+        std::sort(keyed.begin() + static_cast<std::ptrdiff_t>(r),
+                  keyed.begin() + static_cast<std::ptrdiff_t>(end), by_hash_then_id);
+      r = end;
+    }
+  }
   std::vector<std::uint32_t> rank(n);
   for (std::size_t r = 0; r < n; ++r) {
     if (r > 0 && keyed[r].hash == keyed[r - 1].hash &&
@@ -161,21 +194,48 @@ void fill(WorkState& st) {
   }
 }
 
-}  // namespace
+// Sorting each member's list by split id is the largest cost of finish(). Compare first an
+// integer key — the 8 bytes after the list's longest common prefix, big-endian, zero-padded —
+// and the full ids only when keys tie. The key order agrees with the byte-wise (unsigned)
+// order std::string uses: differing keys differ at the first differing byte, and zero padding
+// sorts a proper prefix first; equal keys fall back to the full comparison.
+struct IdKey {
+  std::uint64_t key;
+  std::string_view id;
+  std::uint32_t split;
+};
 
-void WorkState::move(std::uint32_t j, std::int32_t to) {
-  const std::int32_t from = at[j];
-  const std::uint64_t w = in->splits[j].weight;
-  if (from != kNoMember) {
-    load[static_cast<std::size_t>(from)] -= w;
-    --count[static_cast<std::size_t>(from)];
+void sort_by_id(std::vector<std::uint32_t>& list, const AssignmentInput& in,
+                std::vector<IdKey>& scratch) {
+  if (list.size() < 2) return;
+  const std::string_view first = in.splits[list[0]].id;
+  std::size_t lcp = first.size();
+  for (std::uint32_t j : list) {
+    const std::string_view id = in.splits[j].id;
+    const std::size_t limit = std::min(lcp, id.size());
+    std::size_t k = 0;
+    while (k < limit && id[k] == first[k]) ++k;
+    lcp = k;
   }
-  if (to != kNoMember) {
-    load[static_cast<std::size_t>(to)] += w;
-    ++count[static_cast<std::size_t>(to)];
+  scratch.clear();
+  for (std::uint32_t j : list) {
+    const std::string_view id = in.splits[j].id;
+    std::uint64_t key = 0;
+    for (std::size_t k = 0; k < 8; ++k) {
+      const std::size_t at = lcp + k;
+      const auto byte = at < id.size() ? static_cast<unsigned char>(id[at]) : 0u;
+      key = (key << 8) | byte;
+    }
+    scratch.push_back(IdKey{key, id, j});
   }
-  at[j] = to;
+  std::sort(scratch.begin(), scratch.end(), [](const IdKey& a, const IdKey& b) {
+    if (a.key != b.key) return a.key < b.key;
+    return a.id < b.id;
+  });
+  for (std::size_t k = 0; k < list.size(); ++k) list[k] = scratch[k].split;
 }
+
+}  // namespace
 
 WorkState sticky_and_fill(const AssignmentInput& in) {
   const std::size_t m_count = in.members.size();
@@ -423,11 +483,8 @@ Assignment finish(const WorkState& st) {
       ++stats.placed_from_queue;
     }
   }
-  for (auto& list : out.by_member) {
-    std::sort(list.begin(), list.end(), [&in](std::uint32_t x, std::uint32_t y) {
-      return in.splits[x].id < in.splits[y].id;
-    });
-  }
+  std::vector<IdKey> scratch;
+  for (auto& list : out.by_member) sort_by_id(list, in, scratch);
   stats.improving_moves = st.improving_moves;
   stats.max_improving_moves = st.max_improving_moves;
   stats.backstop_bound = st.backstop_bound;

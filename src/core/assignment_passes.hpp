@@ -43,7 +43,19 @@ struct WorkState {
 
   bool has_free_lane(std::size_t m) const { return count[m] < in->members[m].lanes; }
   // Moves split j (placed) to member `to`; keeps load and count consistent.
-  void move(std::uint32_t j, std::int32_t to);
+  void move(std::uint32_t j, std::int32_t to) {
+    const std::int32_t from = at[j];
+    const std::uint64_t w = in->splits[j].weight;
+    if (from != kNoMember) {
+      load[static_cast<std::size_t>(from)] -= w;
+      --count[static_cast<std::size_t>(from)];
+    }
+    if (to != kNoMember) {
+      load[static_cast<std::size_t>(to)] += w;
+      ++count[static_cast<std::size_t>(to)];
+    }
+    at[j] = to;
+  }
 };
 
 // Validation, ranks, pass 1 (sticky) and pass 2 (fill). Throws ConfigError on bad input.

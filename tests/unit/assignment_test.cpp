@@ -9,6 +9,7 @@
 
 #include "core/assignment.hpp"
 #include "property/assignment_checks.hpp"
+#include "property/assignment_gen.hpp"
 
 namespace etlc::core {
 namespace {
@@ -355,6 +356,31 @@ TEST(Assignment, the_result_does_not_depend_on_input_order) {
   f.run();
   g.run();
   for (const char* m : {"a", "b", "c"}) EXPECT_EQ(f.of(m), g.of(m)) << m;
+}
+
+TEST(Assignment, large_inputs_decide_the_same_in_any_order) {
+  // Above 4096 ids the ranks come from a radix sort; the decision must not change with order.
+  AssignmentInput in;
+  in.seed = 7;
+  for (int m = 0; m < 7; ++m) in.members.push_back({"m" + std::to_string(m), 1000});
+  for (int k = 0; k < 6000; ++k) {
+    AssignSplit s;
+    s.id = "s" + std::to_string(k * 7919 % 6007);
+    s.weight = static_cast<std::uint64_t>(k % 5 == 0 ? 3 : 1);  // ties everywhere
+    s.previous = k % 3 == 0 ? static_cast<std::int32_t>(k % 7) : kNoMember;
+    in.splits.push_back(std::move(s));
+  }
+  const Assignment a = desired_assignment(in);
+  EXPECT_EQ(test::structural_violation(in, a), std::nullopt);
+  EXPECT_EQ(test::improving_move(in, a), std::nullopt);
+  for (std::uint64_t shuffle_seed : {1u, 2u, 3u}) {
+    const AssignmentInput other = test::shuffled(in, shuffle_seed);
+    const Assignment b = desired_assignment(other);
+    EXPECT_EQ(test::published(in, a), test::published(other, b));
+    EXPECT_EQ(a.stats, b.stats);
+  }
+  in.splits.back().id = in.splits.front().id;
+  EXPECT_THROW(desired_assignment(in), ConfigError);
 }
 
 TEST(Assignment, the_seed_breaks_ties) {
