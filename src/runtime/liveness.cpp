@@ -39,7 +39,8 @@ void Member::expire_peers(TimePoint now) {
   // The leader record is live only while its owner's session is.
   if (leader_view_ && w_job_.caught_up &&
       !session_live(leader_view_->first.owner, leader_view_->first.nonce) &&
-      leader_view_->first.owner != instance_) {
+      leader_view_->first.owner != instance_ &&
+      !session_confirmed_live(leader_view_->first.owner, leader_view_->first.nonce)) {
     WriteResult r = store_->erase(core::kLeaderKey, leader_view_->second);
     if (r.ok) {
       log().info("etlc: {}: removed the leader record of departed '{}'", instance_,
@@ -49,11 +50,27 @@ void Member::expire_peers(TimePoint now) {
   }
 }
 
+// A point read of the owner's session: the authority when the watch views may disagree.
+bool Member::session_confirmed_live(const std::string& instance, const std::string& nonce) {
+  auto cur = store_->get(core::member_key(instance));
+  if (!cur) return false;
+  try {
+    return core::decode_member(core::member_key(instance), cur->value).nonce == nonce;
+  } catch (const core::RecordError& e) {
+    log().warn("etlc: {}", e.what());
+    return false;  // an unreadable session cannot vouch for anything
+  }
+}
+
 // A lease whose owner's session is gone is dead; delete it (guarded) so the split can be claimed.
 // Returns true if the lease is now gone (deleted by us or found already gone).
 bool Member::erase_dead_lease(const std::string& split_id) {
   auto it = leases_.find(split_id);
   if (it == leases_.end()) return true;
+  // Watches of different prefixes are not ordered with each other: a lease can show up before its
+  // owner's session does. Deleting a live lease would only cost a spurious takeover (fencing still
+  // holds), but that takeover would burn a delivery attempt, so confirm with a point read.
+  if (session_confirmed_live(it->second.rec.owner, it->second.rec.nonce)) return false;
   WriteResult r = store_->erase(core::lease_key(split_id), it->second.rev);
   if (r.ok) {
     leases_.erase(it);

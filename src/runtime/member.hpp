@@ -180,6 +180,7 @@ class Member {
   // liveness.cpp
   void expire_peers(TimePoint now);
   bool erase_dead_lease(const std::string& split_id);
+  bool session_confirmed_live(const std::string& instance, const std::string& nonce);
 
   // leadership.cpp
   void lead(TimePoint now);
@@ -201,6 +202,7 @@ class Member {
   // reconcile.cpp
   void reconcile(TimePoint now);
   void try_claim(const std::string& id, TimePoint now);
+  void claim(const std::string& id, TimePoint now);
   void begin_revocation(const std::shared_ptr<Held>& h, TimePoint now);
   void force_due_revocations(TimePoint now);
   void observe_completion();
@@ -243,7 +245,10 @@ class Member {
   std::set<std::string> cordons_;                      // leader only
   std::map<std::string, TimePoint> claim_retry_at_;
   std::vector<std::pair<std::string, Revision>> pending_lease_erases_;
-  std::unordered_map<std::string, SplitSpec> spec_cache_;
+  std::unordered_map<std::string, SplitSpec> spec_cache_;  // specs read for claims in progress
+  // Nonces of this member's own earlier sessions that ended without a crash (starved, expired):
+  // reclaiming their splits is not poison evidence and consumes no attempt. Bounded.
+  std::deque<std::string> benign_nonces_;
 
   // Leadership (guarded by mu_).
   bool leader_ = false;

@@ -116,6 +116,17 @@ void Member::force_due_revocations(TimePoint now) {
 }
 
 void Member::try_claim(const std::string& id, TimePoint now) {
+  try {
+    claim(id, now);
+  } catch (const core::RecordError& e) {
+    // One unreadable record must not stall the member's other claims.
+    log().warn("etlc: {}: cannot claim split '{}': {}", instance_, id, e.what());
+    claim_retry_at_[id] = now + config_.lease_duration;
+    spec_cache_.erase(id);
+  }
+}
+
+void Member::claim(const std::string& id, TimePoint now) {
   claim_retry_at_[id] = now + kClaimRetry;  // cleared when the lease watch shows a change
 
   // 1. The previous owner's lease must be gone, or dead (its owner's session is gone).
@@ -165,6 +176,15 @@ void Member::try_claim(const std::string& id, TimePoint now) {
     return;
   }
 
+  if (d.kind == core::ClaimKind::reclaim && rec.owner_nonce &&
+      std::find(benign_nonces_.begin(), benign_nonces_.end(), *rec.owner_nonce) !=
+          benign_nonces_.end()) {
+    // Our own earlier session stopped its lanes itself (starved) or was expired while this
+    // process lived on: not a crash, so not poison evidence.
+    d.consumes_attempt = false;
+    d.attempts_after = rec.attempts;
+    d.quarantine = false;
+  }
   const bool adopt = d.refusal == core::ClaimRefusal::already_held;
   const std::uint64_t epoch = adopt ? rec.epoch : rec.epoch + 1;
 
@@ -229,6 +249,7 @@ void Member::try_claim(const std::string& id, TimePoint now) {
     metrics_.set_owned(held_.size());
   }
   claim_retry_at_.erase(id);
+  spec_cache_.erase(id);  // the held split keeps its spec
   metrics_.acquired(adopt ? "reclaim" : kind_name(d.kind));
   log().info("etlc: {}: acquired split '{}' epoch {} ({}), resuming at watermark {}", instance_, id,
              next.epoch, adopt ? "adopted" : kind_name(d.kind), next.progress.watermark);

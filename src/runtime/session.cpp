@@ -149,6 +149,10 @@ void Member::lose_all(LossReason reason) {
   }
   if (leader_) step_down("session lost");
   session_open_ = false;
+  if (reason == LossReason::starved || reason == LossReason::session_expired) {
+    benign_nonces_.push_back(nonce_);
+    if (benign_nonces_.size() > 16) benign_nonces_.pop_front();
+  }
   std::lock_guard lk(shared_mu_);
   nonce_ = fresh_nonce();
 }

@@ -239,6 +239,9 @@ TEST(Ownership, a_store_outage_longer_than_a_lease_self_fences_owners_and_the_fl
       fleet.run_until([&] { return fleet.converged() && union_held(fleet).size() == 4; }, 30s));
   for (const auto& [s, w] : committed) {
     EXPECT_EQ(fleet.split_record(s).progress.watermark, w) << s << ": progress lost";
+    // Nobody crashed: a self-fenced member reclaiming its own splits is not poison evidence.
+    // (A split that moved to the other member while its owner was starved counts one attempt.)
+    EXPECT_LE(fleet.split_record(s).attempts, 1u) << s;
   }
 }
 
@@ -298,6 +301,35 @@ TEST(Ownership, the_leader_dies_mid_plan_and_the_successor_term_fences_the_old_p
                fleet.converged();
       },
       10s));
+  EXPECT_EQ(b.count<Fatal>(), 0u);
+}
+
+}  // namespace
+}  // namespace etlc::testing
+
+namespace etlc::testing {
+namespace {
+
+TEST(Ownership, an_unreadable_spec_blocks_only_its_own_split) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(4, 10));
+  Fleet fleet(planner);
+  Node& a = fleet.add("a", [](CoordinatorConfig& c) { c.max_in_flight = 1; });
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && a.held().size() == 1; }));
+  // Corrupt the spec of every split a does not hold, then let a newcomer claim them.
+  std::string broken;
+  for (const auto& s : {"s000", "s001", "s002", "s003"}) {
+    if (!a.held().count(s)) {
+      broken = s;
+      break;
+    }
+  }
+  auto spec = fleet.mem->get(core::spec_key(broken));
+  ASSERT_TRUE(fleet.mem->update(core::spec_key(broken), "{garbage", spec->revision).ok);
+  Node& b = fleet.add("b", [](CoordinatorConfig& c) { c.max_in_flight = 8; });
+  ASSERT_TRUE(fleet.run_until([&] { return b.held().size() == 2; }, 10s));
+  fleet.run_for(5s);
+  EXPECT_EQ(b.held().size(), 2u);
+  EXPECT_FALSE(b.held().count(broken));
   EXPECT_EQ(b.count<Fatal>(), 0u);
 }
 
