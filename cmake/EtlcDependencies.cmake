@@ -3,6 +3,10 @@ find_package(Threads REQUIRED)
 find_package(fmt CONFIG REQUIRED)
 find_package(spdlog CONFIG REQUIRED)
 find_package(nlohmann_json 3.11 CONFIG REQUIRED)
+# cpp-httplib, for the optional /metrics endpoint (MetricsServer). Debian ships it as a compiled
+# library whose header must see the same CPPHTTPLIB_* definitions: take them from pkg-config.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET GLOBAL cpp-httplib>=0.11)
 
 if(ETLC_WITH_NATS)
   # Debian 12's cnats-config.cmake references a libnats_static.a the package does not ship, so

@@ -1,0 +1,290 @@
+// JobAdmin: the operator's view of a job and the two interventions the protocol leaves to
+// operators (returning quarantined splits to the pool, cordoning a member for maintenance).
+//
+// It reads and writes the job's records through the same KvStore the members use; it is not a
+// member (it holds no session, never leads, never claims). The `etlc` command-line tool is built
+// on this class alone.
+//
+// Reads (job_exists, status, splits) are point-in-time listings of the job's records. Nothing in
+// them can crash: a record that cannot be decoded (hand-written garbage, an alien version, a key
+// whose id does not decode) is reported in `garbage` with its key and the reason, and otherwise
+// ignored, exactly as the members ignore it. A status is assembled from several listings taken
+// one after another, so on a busy job it may mix moments (a split may appear both leased and
+// released); the next status converges.
+//
+// Writes are compare-and-swaps on the records the protocol already defines, so they race safely
+// with the members:
+//  * requeue   split.{id}: quarantined -> runnable, attempts reset to 0, owner cleared (epoch,
+//              progress and last_error kept). Anything not quarantined is refused. The leader sees
+//              the split become runnable and assigns it like any other.
+//  * cordon    creates (or rewrites) cordon.{instance} {instance, reason}. The leader treats a
+//              cordoned member as having a lane budget of zero: it assigns it nothing and moves
+//              its splits away by cooperative revocation (drain to a final commit, release, no
+//              replay), so the member can then be stopped with nothing left to take over. The
+//              member itself keeps running and renewing its session; removing the record
+//              (uncordon) gives it its lanes back.
+//
+// Errors: StoreError from the store propagates out of job_exists, status, splits, cordon and
+// uncordon (unavailable / unknown_outcome: retry; closed; ...). requeue reports a store failure
+// per split instead (RequeueOutcome::failed) and skips the rest, so the caller learns what was
+// already done. Invalid arguments (an id that is empty, not UTF-8 or too long; an over-long
+// reason; too many ids) throw ConfigError naming the rule, before anything is written.
+//
+// Ownership and thread safety: the store and the clock are borrowed and must outlive the JobAdmin.
+// Every method may be called from any thread; calls are independent except for the observation
+// memory behind the `observed_for` / `unchanged_for` durations (guarded by an internal mutex).
+// The clock is read only to measure those durations.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "etlc/clock.hpp"
+#include "etlc/planner.hpp"
+#include "etlc/store.hpp"
+
+namespace etlc {
+
+// Limits of the operator API.
+inline constexpr std::size_t kMaxCordonReasonBytes = 1024;
+inline constexpr std::size_t kMaxRequeueIds = 10'000;
+// Reports are bounded: at most this many garbage records and moves are listed (totals are
+// always counted exactly).
+inline constexpr std::size_t kMaxGarbageReported = 100;
+inline constexpr std::size_t kMaxMovesReported = 1'000;
+
+// The state of a split's durable record.
+enum class SplitState : std::uint8_t { runnable, completed, quarantined };
+std::string_view to_string(SplitState s) noexcept;
+// "runnable" / "completed" / "quarantined", or nullopt.
+std::optional<SplitState> parse_split_state(std::string_view text) noexcept;
+
+// The completion verdict of a plan.
+enum class PlanVerdict : std::uint8_t { running, complete, stalled };
+std::string_view to_string(PlanVerdict v) noexcept;
+// "open" / "final".
+std::string_view finality_name(PlanFinality f) noexcept;
+
+// A record that could not be read, and why.
+struct RecordProblem {
+  std::string key;
+  std::string error;
+};
+
+struct LeaderStatus {
+  std::string instance;
+  std::string nonce;
+  std::uint64_t term = 0;
+  // The leader's instance has a session record with the same process nonce. False means the
+  // leader record outlived its session (peers expire it after one lease).
+  bool has_session = false;
+  // How long this JobAdmin has seen this very leader record (instance, nonce, term): 0 on the
+  // first look. The store keeps no timestamps, so a single look cannot tell more.
+  std::chrono::milliseconds observed_for{0};
+};
+
+struct PlanStatus {
+  std::string fingerprint;
+  std::uint64_t term = 0;  // term of the leader that last wrote the plan
+  PlanFinality finality = PlanFinality::final;
+  bool planned = false;  // the leader has seeded the plan
+  std::uint64_t planned_splits = 0;
+  std::uint64_t completed = 0;  // tallies as the leader last wrote them
+  std::uint64_t quarantined = 0;
+  PlanVerdict verdict = PlanVerdict::running;
+};
+
+// Counts over the split records themselves (not the leader's tallies).
+struct SplitCounts {
+  std::uint64_t total = 0;
+  std::uint64_t runnable = 0;
+  std::uint64_t owned = 0;  // runnable splits whose record names an owner
+  std::uint64_t completed = 0;
+  std::uint64_t quarantined = 0;
+  std::uint64_t total_weight = 0;  // over every split record (saturating)
+};
+
+struct MemberStatus {
+  std::string instance;
+  // A session record (member.{instance}) exists. A member without one is listed because it
+  // still holds leases or has an assignment record: it departed (or was expired) recently.
+  bool has_session = false;
+  std::string nonce;  // the session's process nonce (empty without a session)
+  // The session's job fingerprint equals the plan's (true when there is no plan yet). A member
+  // of another configuration is given no lanes.
+  bool fingerprint_matches = true;
+  std::uint32_t max_in_flight = 0;  // the lane budget the member advertises
+  // The lane budget the leader balances against: max_in_flight, or 0 when cordoned, without a
+  // session or with a foreign fingerprint.
+  std::uint32_t lane_budget = 0;
+  bool cordoned = false;
+  std::string cordon_reason;
+  std::uint64_t held = 0;  // splits whose lease names this instance
+  // Splits in its assignment record; nullopt when it has none (it then holds what it has and
+  // claims nothing).
+  std::optional<std::uint64_t> assigned;
+  std::uint64_t assignment_term = 0;
+  std::uint64_t draining = 0;          // held but no longer assigned: revocations in progress
+  std::uint64_t weight_held = 0;       // total weight of the splits it holds (saturating)
+  double weight_share = 0.0;           // weight_held / the weight held by all members (0..1)
+  std::uint64_t renewals = 0;          // the session record's renewal counter
+  std::chrono::milliseconds lease{0};  // the member's lease duration
+  // renewals x lease / 3 (one renewal per third of a lease): how long this instance id has had
+  // a session record, across restarts that adopted it. An estimate: retried renewals make it
+  // run slow, it never runs fast by more than one renewal.
+  std::chrono::milliseconds session_age_estimate{0};
+  // How long this JobAdmin has seen this session (instance and nonce); 0 on the first look.
+  std::chrono::milliseconds observed_for{0};
+  // How long the session record has not changed, as far as this JobAdmin saw (nullopt on the
+  // first look). A value above `lease` means the member has stopped renewing.
+  std::optional<std::chrono::milliseconds> unchanged_for;
+};
+
+// A move in flight: the split is assigned to `to` but its lease is still held by `from`
+// (draining, or waiting for `from`'s session to expire).
+struct SplitMove {
+  std::string split;
+  std::string from;
+  std::string to;
+};
+
+// Balance of the weight held, over members with a session and a lane budget above zero.
+struct BalanceStatus {
+  std::size_t members = 0;
+  std::uint64_t max_load = 0;  // the largest weight_held among them
+  double mean_load = 0.0;
+  double max_over_mean = 0.0;  // 1.0 is perfect balance; 0 when nothing is held
+};
+
+struct JobStatus {
+  // False when the store holds nothing of a job: no plan, no leader, no session.
+  bool found = false;
+  std::optional<LeaderStatus> leader;
+  std::optional<PlanStatus> plan;
+  SplitCounts splits;
+  std::vector<MemberStatus> members;  // sorted by instance id
+  std::vector<SplitMove> moves;       // sorted by split id; at most kMaxMovesReported
+  std::uint64_t moves_total = 0;
+  BalanceStatus balance;
+  std::vector<RecordProblem> garbage;  // sorted by key; at most kMaxGarbageReported
+  std::uint64_t garbage_total = 0;
+};
+
+struct SplitFilter {
+  std::optional<SplitState> status;
+  std::optional<std::string> owner;  // the instance named by the split record
+  std::size_t limit = 0;             // rows returned at most; 0 = all
+};
+
+struct SplitRow {
+  std::string id;
+  SplitState status = SplitState::runnable;
+  std::optional<std::string> owner;        // the record's owner (the fence)
+  std::optional<std::string> lease_owner;  // the instance whose lease exists, if any
+  std::uint64_t epoch = 0;
+  std::uint32_t attempts = 0;
+  std::uint64_t weight = 0;
+  std::uint64_t watermark = 0;
+  std::optional<std::string> last_error;
+};
+
+struct SplitListing {
+  std::vector<SplitRow> rows;          // sorted by split id (bytewise)
+  std::uint64_t matched = 0;           // rows that matched the filter, before the limit
+  std::vector<RecordProblem> garbage;  // at most kMaxGarbageReported
+  std::uint64_t garbage_total = 0;
+};
+
+enum class RequeueOutcome : std::uint8_t {
+  requeued,         // the record is runnable again with attempts 0
+  not_quarantined,  // refused: the split is runnable or completed (see `status`)
+  not_found,        // no split record with this id
+  unreadable,       // the record cannot be decoded; nothing written
+  conflict,         // the record kept changing under us; nothing written, try again
+  failed,           // the store failed (see `detail`); the outcome of this id is unknown only
+                    // if `detail` says so
+  skipped,          // not attempted because an earlier id failed
+};
+std::string_view to_string(RequeueOutcome o) noexcept;
+
+struct RequeueResult {
+  std::string split;
+  RequeueOutcome outcome = RequeueOutcome::skipped;
+  std::optional<SplitState> status;  // the state found (before the write)
+  std::uint32_t attempts_before = 0;
+  std::string detail;  // why, for anything but requeued
+};
+
+enum class CordonOutcome : std::uint8_t {
+  cordoned,   // the record was created
+  updated,    // it existed with another reason (or was unreadable) and was rewritten
+  unchanged,  // it existed with the same reason
+};
+std::string_view to_string(CordonOutcome o) noexcept;
+
+struct CordonResult {
+  CordonOutcome outcome = CordonOutcome::cordoned;
+  // The instance has a session record right now. Cordoning an absent instance is allowed (it
+  // takes effect when it joins); the caller may want to warn about a typo.
+  bool has_session = false;
+};
+
+enum class UncordonOutcome : std::uint8_t { uncordoned, not_cordoned };
+std::string_view to_string(UncordonOutcome o) noexcept;
+
+class JobAdmin {
+ public:
+  explicit JobAdmin(KvStore& store, const Clock& clock = SystemClock::instance());
+  JobAdmin(const JobAdmin&) = delete;
+  JobAdmin& operator=(const JobAdmin&) = delete;
+
+  // True if the store holds a plan record, a leader record or a session record. Three reads.
+  bool job_exists();
+
+  // The whole picture: leader, plan, split counts, members, moves in flight, balance. Lists the
+  // job's leader/plan, member, lease, assign, cordon and split records: O(splits) work and memory.
+  JobStatus status();
+
+  // Split records (and their leases) matching `filter`, sorted by id.
+  SplitListing splits(const SplitFilter& filter = {});
+
+  // Returns each quarantined split among `split_ids` to the pool (see the top of this file).
+  // One result per distinct id, in the order given. At most kMaxRequeueIds ids.
+  std::vector<RequeueResult> requeue(std::span<const std::string> split_ids);
+
+  // Cordons `instance` (see the top of this file). `reason` is free UTF-8 text for other
+  // operators, at most kMaxCordonReasonBytes. Idempotent.
+  CordonResult cordon(std::string_view instance, std::string_view reason);
+  // Removes the cordon record. Idempotent.
+  UncordonOutcome uncordon(std::string_view instance);
+
+ private:
+  struct SeenSession {
+    std::string nonce;
+    Clock::time_point first_seen{};
+    Revision revision = 0;
+    Clock::time_point changed_at{};
+  };
+  struct SeenLeader {
+    std::string instance;
+    std::string nonce;
+    std::uint64_t term = 0;
+    Clock::time_point first_seen{};
+  };
+
+  KvStore& store_;
+  const Clock& clock_;
+  std::mutex mu_;  // guards the observation memory below
+  std::optional<SeenLeader> seen_leader_;
+  std::map<std::string, SeenSession, std::less<>> seen_sessions_;
+};
+
+}  // namespace etlc

@@ -1,0 +1,83 @@
+// Names of the operator API's enums (the words `etlc` prints and its JSON carries: stable).
+#include "etlc/admin.hpp"
+
+namespace etlc {
+
+std::string_view to_string(SplitState s) noexcept {
+  switch (s) {
+    case SplitState::runnable:
+      return "runnable";
+    case SplitState::completed:
+      return "completed";
+    case SplitState::quarantined:
+      return "quarantined";
+  }
+  return "unknown";
+}
+
+std::optional<SplitState> parse_split_state(std::string_view text) noexcept {
+  for (SplitState s : {SplitState::runnable, SplitState::completed, SplitState::quarantined}) {
+    if (text == to_string(s)) return s;
+  }
+  return std::nullopt;
+}
+
+std::string_view to_string(PlanVerdict v) noexcept {
+  switch (v) {
+    case PlanVerdict::running:
+      return "running";
+    case PlanVerdict::complete:
+      return "complete";
+    case PlanVerdict::stalled:
+      return "stalled";
+  }
+  return "unknown";
+}
+
+std::string_view finality_name(PlanFinality f) noexcept {
+  return f == PlanFinality::final ? "final" : "open";
+}
+
+std::string_view to_string(RequeueOutcome o) noexcept {
+  switch (o) {
+    case RequeueOutcome::requeued:
+      return "requeued";
+    case RequeueOutcome::not_quarantined:
+      return "not_quarantined";
+    case RequeueOutcome::not_found:
+      return "not_found";
+    case RequeueOutcome::unreadable:
+      return "unreadable";
+    case RequeueOutcome::conflict:
+      return "conflict";
+    case RequeueOutcome::failed:
+      return "failed";
+    case RequeueOutcome::skipped:
+      return "skipped";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(CordonOutcome o) noexcept {
+  switch (o) {
+    case CordonOutcome::cordoned:
+      return "cordoned";
+    case CordonOutcome::updated:
+      return "updated";
+    case CordonOutcome::unchanged:
+      return "unchanged";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(UncordonOutcome o) noexcept {
+  switch (o) {
+    case UncordonOutcome::uncordoned:
+      return "uncordoned";
+    case UncordonOutcome::not_cordoned:
+      return "not_cordoned";
+  }
+  return "unknown";
+}
+
+}  // namespace etlc

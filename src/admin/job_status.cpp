@@ -1,0 +1,167 @@
+// build_status: the operator's picture of a job from one snapshot of its records. Mirrors what the
+// leader reads (publish.cpp): a member's lane budget is zero when it is cordoned, has no session
+// or carries another fingerprint; an assignment record below the plan's term counts as none.
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include "admin/job_snapshot.hpp"
+
+namespace etlc::admin {
+
+namespace {
+
+std::uint64_t add_sat(std::uint64_t a, std::uint64_t b) {
+  return b > std::numeric_limits<std::uint64_t>::max() - a
+             ? std::numeric_limits<std::uint64_t>::max()
+             : a + b;
+}
+
+SplitCounts count_splits(const JobSnapshot& snap) {
+  SplitCounts c;
+  for (const auto& [id, rec] : snap.splits) {
+    ++c.total;
+    c.total_weight = add_sat(c.total_weight, rec.weight);
+    switch (rec.status) {
+      case core::SplitStatus::runnable:
+        ++c.runnable;
+        if (rec.owner) ++c.owned;
+        break;
+      case core::SplitStatus::completed:
+        ++c.completed;
+        break;
+      case core::SplitStatus::quarantined:
+        ++c.quarantined;
+        break;
+    }
+  }
+  return c;
+}
+
+// The assignment a member follows, or null (none, or written by a deposed leader).
+const core::AssignmentRecord* current_assignment(const JobSnapshot& snap, const std::string& id) {
+  auto it = snap.assigns.find(id);
+  if (it == snap.assigns.end()) return nullptr;
+  const std::uint64_t plan_term = snap.plan ? snap.plan->term : 0;
+  return it->second.term >= plan_term ? &it->second : nullptr;
+}
+
+bool assigned_to(const core::AssignmentRecord& a, const std::string& split) {
+  return std::binary_search(a.splits.begin(), a.splits.end(), split);
+}
+
+}  // namespace
+
+JobStatus build_status(const JobSnapshot& snap) {
+  JobStatus st;
+  st.found = snap.plan || snap.leader || !snap.members.empty();
+
+  if (snap.leader) {
+    LeaderStatus l;
+    l.instance = snap.leader->owner;
+    l.nonce = snap.leader->nonce;
+    l.term = snap.leader->term;
+    auto it = snap.members.find(l.instance);
+    l.has_session = it != snap.members.end() && it->second.rec.nonce == l.nonce;
+    st.leader = std::move(l);
+  }
+  if (snap.plan) {
+    const core::PlanRecord& p = *snap.plan;
+    st.plan = PlanStatus{p.fingerprint, p.term,      to_public(p.finality), p.planned,
+                         p.split_count, p.completed, p.quarantined,         to_public(p.verdict)};
+  }
+  st.splits = count_splits(snap);
+
+  // Every instance the records mention: sessions, lease owners, assignees, cordons.
+  std::set<std::string> ids;
+  for (const auto& [id, v] : snap.members) ids.insert(id);
+  for (const auto& [split, lease] : snap.leases) ids.insert(lease.owner);
+  for (const auto& [id, a] : snap.assigns) ids.insert(id);
+  for (const auto& [id, c] : snap.cordons) ids.insert(id);
+
+  std::map<std::string, MemberStatus> by_id;
+  for (const std::string& id : ids) {
+    MemberStatus m;
+    m.instance = id;
+    if (auto it = snap.members.find(id); it != snap.members.end()) {
+      const core::MemberRecord& r = it->second.rec;
+      m.has_session = true;
+      m.nonce = r.nonce;
+      m.fingerprint_matches = !snap.plan || r.fingerprint == snap.plan->fingerprint;
+      m.max_in_flight = r.max_in_flight;
+      m.renewals = r.counter;
+      m.lease = std::chrono::milliseconds(
+          static_cast<std::int64_t>(std::min<std::uint64_t>(r.lease_ms, 1ULL << 40)));
+      // One renewal per third of a lease; saturate rather than overflow on a hostile counter.
+      const std::uint64_t third = static_cast<std::uint64_t>(m.lease.count()) / 3;
+      const std::uint64_t age =
+          third == 0 || r.counter <= (1ULL << 62) / third ? r.counter * third : (1ULL << 62);
+      m.session_age_estimate = std::chrono::milliseconds(static_cast<std::int64_t>(age));
+    }
+    if (auto it = snap.cordons.find(id); it != snap.cordons.end()) {
+      m.cordoned = true;
+      m.cordon_reason = it->second.reason;
+    }
+    if (auto it = snap.assigns.find(id); it != snap.assigns.end()) {
+      m.assigned = it->second.splits.size();
+      m.assignment_term = it->second.term;
+    }
+    m.lane_budget = m.has_session && m.fingerprint_matches && !m.cordoned ? m.max_in_flight : 0;
+    by_id.emplace(id, std::move(m));
+  }
+
+  // Holdings, drains and moves, from the leases.
+  std::vector<SplitMove> moves;
+  for (const auto& [split, lease] : snap.leases) {
+    MemberStatus& m = by_id[lease.owner];
+    ++m.held;
+    if (auto it = snap.splits.find(split); it != snap.splits.end()) {
+      m.weight_held = add_sat(m.weight_held, it->second.weight);
+    }
+    if (const core::AssignmentRecord* a = current_assignment(snap, lease.owner)) {
+      if (!assigned_to(*a, split)) ++m.draining;
+    }
+  }
+  for (const auto& [to, a] : snap.assigns) {
+    if (current_assignment(snap, to) == nullptr) continue;
+    for (const std::string& split : a.splits) {
+      auto it = snap.leases.find(split);
+      if (it != snap.leases.end() && it->second.owner != to) {
+        moves.push_back(SplitMove{split, it->second.owner, to});
+      }
+    }
+  }
+  std::sort(moves.begin(), moves.end(),
+            [](const SplitMove& x, const SplitMove& y) { return x.split < y.split; });
+  st.moves_total = moves.size();
+  if (moves.size() > kMaxMovesReported) moves.resize(kMaxMovesReported);
+  st.moves = std::move(moves);
+
+  // Shares and balance.
+  std::uint64_t held_total = 0;
+  for (const auto& [id, m] : by_id) held_total = add_sat(held_total, m.weight_held);
+  long double load_sum = 0;
+  for (auto& [id, m] : by_id) {
+    if (held_total > 0) {
+      m.weight_share = static_cast<double>(static_cast<long double>(m.weight_held) / held_total);
+    }
+    if (!m.has_session || m.lane_budget == 0) continue;
+    ++st.balance.members;
+    st.balance.max_load = std::max(st.balance.max_load, m.weight_held);
+    load_sum += m.weight_held;
+  }
+  if (st.balance.members > 0) {
+    st.balance.mean_load = static_cast<double>(load_sum / st.balance.members);
+    if (st.balance.mean_load > 0) {
+      st.balance.max_over_mean = static_cast<double>(st.balance.max_load) / st.balance.mean_load;
+    }
+  }
+
+  st.members.reserve(by_id.size());
+  for (auto& [id, m] : by_id) st.members.push_back(std::move(m));
+  st.garbage = snap.garbage.report();
+  st.garbage_total = snap.garbage.total();
+  return st;
+}
+
+}  // namespace etlc::admin
