@@ -31,6 +31,9 @@ MemberMetrics::MemberMetrics(MetricsRegistry& registry, std::string_view instanc
       &registry_.counter("etl_coordination_quarantines_total", "Splits this member quarantined", l);
   store_failures_ = &registry_.counter("etl_coordination_store_failures_total",
                                        "Store operations that failed and were retried", l);
+  unreadable_ =
+      &registry_.counter("etl_coordination_unreadable_records_total",
+                         "Records in the store this member could not decode (ignored)", l);
   assignment_seconds_ =
       &registry_.histogram("etl_coordination_assignment_seconds",
                            "Time to compute and publish one assignment", kSecondsBuckets, l);
@@ -87,6 +90,9 @@ void MemberMetrics::quarantined_split() {
 }
 void MemberMetrics::store_failure() {
   store_failures_->inc();
+}
+void MemberMetrics::unreadable_record() {
+  unreadable_->inc();
 }
 
 void MemberMetrics::assignment_computed(double seconds, std::uint64_t moves,

@@ -35,6 +35,7 @@ class MemberMetrics {
   void quarantined_split();
   void assignment_computed(double seconds, std::uint64_t moves, std::uint64_t records_written);
   void store_failure();
+  void unreadable_record();
 
  private:
   MetricsRegistry& registry_;
@@ -48,6 +49,7 @@ class MemberMetrics {
   Gauge* quarantined_;
   Counter* quarantined_total_;
   Counter* store_failures_;
+  Counter* unreadable_;
   Histogram* assignment_seconds_;
   Histogram* moves_per_publish_;
   Counter* records_published_;

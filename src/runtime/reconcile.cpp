@@ -120,6 +120,7 @@ void Member::try_claim(const std::string& id, TimePoint now) {
     claim(id, now);
   } catch (const core::RecordError& e) {
     // One unreadable record must not stall the member's other claims.
+    metrics_.unreadable_record();
     log().warn("etlc: {}: cannot claim split '{}': {}", instance_, id, e.what());
     claim_retry_at_[id] = now + config_.lease_duration;
     spec_cache_.erase(id);

@@ -17,16 +17,6 @@ namespace etlc::runtime {
 namespace {
 constexpr std::size_t kEventsPerWatchPerStep = 4096;
 
-template <typename Fn>
-void guarded_decode(const WatchEvent& e, Fn&& fn) {
-  try {
-    fn();
-  } catch (const core::RecordError& err) {
-    log().warn("etlc: ignoring unreadable record: {}", err.what());
-  } catch (const ConfigError& err) {
-    log().warn("etlc: ignoring record at '{}': {}", e.key, err.what());
-  }
-}
 }  // namespace
 
 void Member::open_watch(WatchSlot& slot) {
@@ -99,7 +89,15 @@ bool Member::drain_watches(TimePoint now) {
         slot.caught_up = true;
         continue;
       }
-      guarded_decode(e, [&] { handle(e); });
+      try {
+        handle(e);
+      } catch (const core::RecordError& err) {
+        metrics_.unreadable_record();
+        log().warn("etlc: {}: ignoring unreadable record: {}", instance_, err.what());
+      } catch (const ConfigError& err) {
+        metrics_.unreadable_record();
+        log().warn("etlc: {}: ignoring record at '{}': {}", instance_, e.key, err.what());
+      }
     }
     if (n == kEventsPerWatchPerStep) more = true;
   };
