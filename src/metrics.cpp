@@ -189,7 +189,9 @@ std::uint64_t HistogramSnapshot::cumulative(std::size_t i) const noexcept {
 
 Histogram::Histogram(std::span<const double> upper_bounds)
     : bounds_(upper_bounds.begin(), upper_bounds.end()),
-      counts_(std::make_unique<std::atomic<std::uint64_t>[]>(bounds_.size() + 1)) {}
+      counts_(std::make_unique<std::atomic<std::uint64_t>[]>(bounds_.size() + 1)) {
+  check_bounds("histogram", bounds_);
+}
 
 void Histogram::observe(double v) noexcept {
   // First bound >= v, i.e. the first bucket with v <= le. NaN compares false with everything,

@@ -98,7 +98,8 @@ struct HistogramSnapshot {
 // Counts observations into fixed buckets (Prometheus `le` semantics: v <= bound).
 class Histogram {
  public:
-  // `upper_bounds` must already be validated (the registry does it).
+  // Throws ConfigError unless `upper_bounds` holds 1 to kMaxHistogramBuckets finite, strictly
+  // increasing values. Usually made by MetricsRegistry::histogram, which exposes it.
   explicit Histogram(std::span<const double> upper_bounds);
   Histogram(const Histogram&) = delete;
   Histogram& operator=(const Histogram&) = delete;

@@ -477,6 +477,8 @@ TEST(Metrics, RejectsInvalidBuckets) {
   EXPECT_NE(bad({1, std::nan("")}), "");
   EXPECT_NE(bad({1, std::numeric_limits<double>::infinity()}), "");
   EXPECT_NE(bad(std::vector<double>(kMaxHistogramBuckets + 1, 1.0)), "");
+  const std::vector<double> unsorted = {2, 1};
+  EXPECT_THROW(Histogram{unsorted}, ConfigError);  // direct construction validates too
   EXPECT_EQ(exponential_buckets(0.001, 10, 4), (std::vector<double>{0.001, 0.01, 0.1, 1}));
   EXPECT_EQ(linear_buckets(0, 5, 3), (std::vector<double>{0, 5, 10}));
   EXPECT_THROW(exponential_buckets(0, 2, 3), ConfigError);
