@@ -1,0 +1,337 @@
+// JobAdmin over hand-written records in a MemoryStore: what status() and splits() derive from
+// each record kind, and that garbage in any prefix is reported, never thrown.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "core/keys.hpp"
+#include "core/records.hpp"
+#include "etlc/admin.hpp"
+#include "etlc/memory_store.hpp"
+
+namespace etlc {
+namespace {
+
+using namespace std::chrono_literals;
+
+class AdminRecords : public ::testing::Test {
+ protected:
+  template <typename Rec>
+  void put(const std::string& key, const Rec& rec) {
+    ASSERT_TRUE(store.create(key, core::encode(rec)).ok) << key;
+  }
+  void put_raw(const std::string& key, const std::string& bytes) {
+    ASSERT_TRUE(store.create(key, bytes).ok) << key;
+  }
+  void member(const std::string& id, std::uint32_t lanes, std::uint64_t counter = 0,
+              const std::string& fingerprint = "fp") {
+    put(core::member_key(id),
+        core::MemberRecord{id, "nonce-" + id, fingerprint, lanes, counter, 3000});
+  }
+  void split(const std::string& id, std::uint64_t weight,
+             core::SplitStatus status = core::SplitStatus::runnable,
+             std::optional<std::string> owner = std::nullopt) {
+    core::SplitRecord r;
+    r.id = id;
+    r.epoch = owner ? 1 : 0;
+    r.status = status;
+    r.owner = owner;
+    if (owner) r.owner_nonce = "nonce-" + *owner;
+    r.weight = weight;
+    r.progress.watermark = weight * 10;
+    put(core::split_key(id), r);
+  }
+  void lease(const std::string& split_id, const std::string& owner) {
+    put(core::lease_key(split_id), core::LeaseRecord{split_id, owner, "nonce-" + owner, 1});
+  }
+  void plan(std::uint64_t term = 1) {
+    core::PlanRecord p;
+    p.fingerprint = "fp";
+    p.term = term;
+    p.finality = core::Finality::final;
+    p.planned = true;
+    p.split_count = 4;
+    p.completed = 1;
+    put(std::string(core::kPlanKey), p);
+  }
+
+  MemoryStore store;
+  ManualClock clock;
+};
+
+const MemberStatus* find_member(const JobStatus& st, const std::string& id) {
+  for (const auto& m : st.members) {
+    if (m.instance == id) return &m;
+  }
+  return nullptr;
+}
+
+TEST_F(AdminRecords, an_empty_store_holds_no_job) {
+  JobAdmin admin(store, clock);
+  EXPECT_FALSE(admin.job_exists());
+  JobStatus st = admin.status();
+  EXPECT_FALSE(st.found);
+  EXPECT_FALSE(st.leader.has_value());
+  EXPECT_FALSE(st.plan.has_value());
+  EXPECT_TRUE(st.members.empty());
+  EXPECT_EQ(st.splits.total, 0u);
+  EXPECT_EQ(st.balance.max_over_mean, 0.0);
+}
+
+TEST_F(AdminRecords, a_session_record_alone_makes_a_job_exist) {
+  member("a", 4);
+  JobAdmin admin(store, clock);
+  EXPECT_TRUE(admin.job_exists());
+  EXPECT_TRUE(admin.status().found);
+}
+
+TEST_F(AdminRecords, status_derives_holdings_drains_moves_and_balance_from_the_records) {
+  plan(1);
+  put(std::string(core::kLeaderKey), core::LeaderRecord{"a", "nonce-a", 1});
+  member("a", 4, 30);
+  member("b", 4, 3);
+  split("s1", 30, core::SplitStatus::runnable, "a");
+  split("s2", 10, core::SplitStatus::runnable, "b");
+  split("s3", 10, core::SplitStatus::runnable, "a");
+  split("s4", 5, core::SplitStatus::completed);
+  lease("s1", "a");
+  lease("s2", "b");
+  lease("s3", "a");
+  // The leader moved s3 from a to b: a still holds it (draining), b waits for the lease.
+  put(core::assign_key("a"), core::AssignmentRecord{"a", 1, {"s1"}});
+  put(core::assign_key("b"), core::AssignmentRecord{"b", 1, {"s2", "s3"}});
+
+  JobAdmin admin(store, clock);
+  JobStatus st = admin.status();
+  ASSERT_TRUE(st.found);
+  ASSERT_TRUE(st.leader.has_value());
+  EXPECT_EQ(st.leader->instance, "a");
+  EXPECT_EQ(st.leader->term, 1u);
+  EXPECT_TRUE(st.leader->has_session);
+  ASSERT_TRUE(st.plan.has_value());
+  EXPECT_EQ(st.plan->finality, PlanFinality::final);
+  EXPECT_EQ(st.plan->planned_splits, 4u);
+  EXPECT_EQ(st.plan->completed, 1u);
+  EXPECT_EQ(st.plan->verdict, PlanVerdict::running);
+
+  EXPECT_EQ(st.splits.total, 4u);
+  EXPECT_EQ(st.splits.runnable, 3u);
+  EXPECT_EQ(st.splits.owned, 3u);
+  EXPECT_EQ(st.splits.completed, 1u);
+  EXPECT_EQ(st.splits.total_weight, 55u);
+
+  ASSERT_EQ(st.members.size(), 2u);
+  const MemberStatus* a = find_member(st, "a");
+  const MemberStatus* b = find_member(st, "b");
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->held, 2u);
+  EXPECT_EQ(a->assigned, std::optional<std::uint64_t>(1));
+  EXPECT_EQ(a->draining, 1u);
+  EXPECT_EQ(a->weight_held, 40u);
+  EXPECT_DOUBLE_EQ(a->weight_share, 0.8);
+  EXPECT_EQ(b->held, 1u);
+  EXPECT_EQ(b->assigned, std::optional<std::uint64_t>(2));
+  EXPECT_EQ(b->draining, 0u);
+  EXPECT_DOUBLE_EQ(b->weight_share, 0.2);
+  EXPECT_EQ(a->lane_budget, 4u);
+  EXPECT_EQ(a->renewals, 30u);
+  EXPECT_EQ(a->session_age_estimate, 30'000ms);  // 30 renewals, one per lease/3 = 1 s
+
+  ASSERT_EQ(st.moves_total, 1u);
+  ASSERT_EQ(st.moves.size(), 1u);
+  EXPECT_EQ(st.moves[0].split, "s3");
+  EXPECT_EQ(st.moves[0].from, "a");
+  EXPECT_EQ(st.moves[0].to, "b");
+
+  EXPECT_EQ(st.balance.members, 2u);
+  EXPECT_EQ(st.balance.max_load, 40u);
+  EXPECT_DOUBLE_EQ(st.balance.mean_load, 25.0);
+  EXPECT_DOUBLE_EQ(st.balance.max_over_mean, 1.6);
+  EXPECT_EQ(st.garbage_total, 0u);
+}
+
+TEST_F(AdminRecords, cordoned_departed_and_foreign_members_have_no_lanes) {
+  plan(1);
+  member("a", 4);
+  member("c", 4);
+  member("f", 4, 0, "another-fingerprint");
+  split("s1", 7, core::SplitStatus::runnable, "gone");
+  lease("s1", "gone");  // its owner's session is gone
+  put(core::cordon_key("c"), core::CordonRecord{"c", "disk swap"});
+
+  JobAdmin admin(store, clock);
+  JobStatus st = admin.status();
+  ASSERT_EQ(st.members.size(), 4u);
+  const MemberStatus* c = find_member(st, "c");
+  const MemberStatus* f = find_member(st, "f");
+  const MemberStatus* gone = find_member(st, "gone");
+  ASSERT_TRUE(c && f && gone);
+  EXPECT_TRUE(c->cordoned);
+  EXPECT_EQ(c->cordon_reason, "disk swap");
+  EXPECT_EQ(c->max_in_flight, 4u);
+  EXPECT_EQ(c->lane_budget, 0u);
+  EXPECT_FALSE(f->fingerprint_matches);
+  EXPECT_EQ(f->lane_budget, 0u);
+  EXPECT_FALSE(gone->has_session);
+  EXPECT_EQ(gone->held, 1u);
+  EXPECT_EQ(gone->weight_held, 7u);
+  EXPECT_FALSE(gone->assigned.has_value());
+  // Only "a" has lanes; it holds nothing.
+  EXPECT_EQ(st.balance.members, 1u);
+  EXPECT_EQ(st.balance.max_over_mean, 0.0);
+}
+
+TEST_F(AdminRecords, an_assignment_below_the_plan_term_counts_as_none_for_drains_and_moves) {
+  plan(5);
+  member("a", 4);
+  member("b", 4);
+  split("s1", 1, core::SplitStatus::runnable, "a");
+  lease("s1", "a");
+  put(core::assign_key("a"), core::AssignmentRecord{"a", 4, {}});      // a deposed leader's
+  put(core::assign_key("b"), core::AssignmentRecord{"b", 4, {"s1"}});  // likewise
+  JobAdmin admin(store, clock);
+  JobStatus st = admin.status();
+  EXPECT_EQ(find_member(st, "a")->draining, 0u);
+  EXPECT_EQ(st.moves_total, 0u);
+  EXPECT_EQ(find_member(st, "a")->assignment_term, 4u);
+}
+
+TEST_F(AdminRecords, observation_durations_follow_the_clock_and_reset_on_change) {
+  put(std::string(core::kLeaderKey), core::LeaderRecord{"a", "nonce-a", 1});
+  member("a", 4);
+  JobAdmin admin(store, clock);
+  JobStatus first = admin.status();
+  EXPECT_EQ(first.leader->observed_for, 0ms);
+  EXPECT_EQ(first.members[0].observed_for, 0ms);
+  EXPECT_FALSE(first.members[0].unchanged_for.has_value());
+
+  clock.advance(1500ms);
+  JobStatus second = admin.status();
+  EXPECT_EQ(second.leader->observed_for, 1500ms);
+  EXPECT_EQ(second.members[0].observed_for, 1500ms);
+  EXPECT_EQ(second.members[0].unchanged_for, std::optional(1500ms));
+
+  // A renewal moves the record: unchanged_for restarts, observed_for does not.
+  auto cur = store.get(core::member_key("a"));
+  ASSERT_TRUE(store
+                  .update(core::member_key("a"),
+                          core::encode(core::MemberRecord{"a", "nonce-a", "fp", 4, 1, 3000}),
+                          cur->revision)
+                  .ok);
+  clock.advance(200ms);
+  JobStatus third = admin.status();
+  EXPECT_EQ(third.members[0].observed_for, 1700ms);
+  EXPECT_EQ(third.members[0].unchanged_for, std::optional(0ms));
+
+  // A new leader term is a new leader.
+  auto l = store.get(core::kLeaderKey);
+  ASSERT_TRUE(store
+                  .update(core::kLeaderKey, core::encode(core::LeaderRecord{"a", "nonce-a", 2}),
+                          l->revision)
+                  .ok);
+  clock.advance(100ms);
+  EXPECT_EQ(admin.status().leader->observed_for, 0ms);
+}
+
+TEST_F(AdminRecords, garbage_in_every_prefix_is_reported_and_the_rest_still_read) {
+  plan(1);
+  member("a", 4);
+  split("s1", 3, core::SplitStatus::runnable, "a");
+  lease("s1", "a");
+  put_raw("job.unexpected", "{}");
+  put_raw(std::string(core::kLeaderKey), "not json at all");
+  put_raw("member.bad", "{\"v\":1");
+  put_raw("lease.=ZZ", core::encode(core::LeaseRecord{"x", "a", "n", 1}));  // key not decodable
+  put_raw("split.s2", "{\"v\":2}");
+  put_raw("assign.a", core::encode(core::AssignmentRecord{"b", 1, {}}));  // id mismatch
+  put_raw("cordon.c", "[1,2,3]");
+  // A hostile but well-formed session: counters at the edge must not overflow anything.
+  put(core::member_key("h"),
+      core::MemberRecord{"h", "n", "fp", 4, ~std::uint64_t{0}, ~std::uint64_t{0}});
+
+  JobAdmin admin(store, clock);
+  JobStatus st;
+  ASSERT_NO_THROW(st = admin.status());
+  EXPECT_TRUE(st.found);
+  EXPECT_FALSE(st.leader.has_value());  // unreadable leader record: reported, treated as absent
+  EXPECT_EQ(st.garbage_total, 7u);
+  std::vector<std::string> keys;
+  for (const auto& g : st.garbage) {
+    keys.push_back(g.key);
+    EXPECT_FALSE(g.error.empty()) << g.key;
+  }
+  EXPECT_EQ(keys, (std::vector<std::string>{"assign.a", "cordon.c", "job.leader", "job.unexpected",
+                                            "lease.=ZZ", "member.bad", "split.s2"}));
+  const MemberStatus* a = find_member(st, "a");
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->held, 1u);
+  EXPECT_FALSE(a->assigned.has_value());  // its assignment record was garbage
+  const MemberStatus* h = find_member(st, "h");
+  ASSERT_TRUE(h);
+  EXPECT_GT(h->session_age_estimate.count(), 0);
+
+  SplitListing listing;
+  ASSERT_NO_THROW(listing = admin.splits());
+  ASSERT_EQ(listing.rows.size(), 1u);
+  EXPECT_EQ(listing.rows[0].id, "s1");
+  EXPECT_EQ(listing.garbage_total, 2u);  // split.s2 and lease.=ZZ
+}
+
+TEST_F(AdminRecords, garbage_reports_are_bounded_but_counted) {
+  for (std::size_t i = 0; i < kMaxGarbageReported + 20; ++i) {
+    put_raw("split.g" + std::to_string(1000 + i), "garbage");
+  }
+  JobAdmin admin(store, clock);
+  SplitListing l = admin.splits();
+  EXPECT_EQ(l.garbage_total, kMaxGarbageReported + 20);
+  EXPECT_EQ(l.garbage.size(), kMaxGarbageReported);
+  EXPECT_EQ(l.garbage.front().key, "split.g1000");
+}
+
+TEST_F(AdminRecords, splits_filter_by_status_and_owner_and_limit_after_counting) {
+  split("a1", 1, core::SplitStatus::runnable, "x");
+  split("a2", 2, core::SplitStatus::runnable, "y");
+  split("a3", 3, core::SplitStatus::quarantined);
+  split("a4", 4, core::SplitStatus::runnable, "x");
+  split("a5", 5, core::SplitStatus::completed);
+  lease("a1", "x");
+
+  JobAdmin admin(store, clock);
+  SplitListing all = admin.splits();
+  ASSERT_EQ(all.rows.size(), 5u);
+  EXPECT_EQ(all.rows[0].id, "a1");
+  EXPECT_EQ(all.rows[0].lease_owner, std::optional<std::string>("x"));
+  EXPECT_EQ(all.rows[1].lease_owner, std::nullopt);
+  EXPECT_EQ(all.rows[2].status, SplitState::quarantined);
+  EXPECT_EQ(all.rows[4].watermark, 50u);
+
+  SplitFilter f;
+  f.owner = "x";
+  SplitListing by_owner = admin.splits(f);
+  ASSERT_EQ(by_owner.rows.size(), 2u);
+  EXPECT_EQ(by_owner.rows[1].id, "a4");
+
+  f = {};
+  f.status = SplitState::runnable;
+  f.limit = 2;
+  SplitListing limited = admin.splits(f);
+  EXPECT_EQ(limited.matched, 3u);
+  ASSERT_EQ(limited.rows.size(), 2u);
+  EXPECT_EQ(limited.rows[1].id, "a2");
+
+  f = {};
+  f.status = SplitState::quarantined;
+  EXPECT_EQ(admin.splits(f).rows.at(0).id, "a3");
+}
+
+TEST_F(AdminRecords, state_names_round_trip) {
+  for (SplitState s : {SplitState::runnable, SplitState::completed, SplitState::quarantined}) {
+    EXPECT_EQ(parse_split_state(to_string(s)), s);
+  }
+  EXPECT_EQ(parse_split_state("Runnable"), std::nullopt);
+  EXPECT_EQ(finality_name(PlanFinality::open), "open");
+  EXPECT_EQ(to_string(PlanVerdict::stalled), "stalled");
+}
+
+}  // namespace
+}  // namespace etlc
