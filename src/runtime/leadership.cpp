@@ -210,31 +210,50 @@ void Member::advance_planning(TimePoint now) {
   if (!runner.running()) advance_planning(now);  // inline runner: the outcome is ready
 }
 
-// Seeds at most bulk_ops_per_step store writes: spec (create-if-absent), then split record
-// (create-if-absent). Splits already known from the split.* watch are skipped.
+// Seeds at most bulk_ops_per_step store writes per step: for each split its spec, then its
+// record, both create-if-absent (a spec that exists is fine: it is immutable). Splits already
+// known from the split.* watch are skipped. The writes of one slice run through the bulk
+// executor (pipelined in thread mode).
 void Member::seed_slice() {
   SeedJob& job = *seeding_;
-  std::uint32_t budget = config_.bulk_ops_per_step;
-  while (job.next < job.splits.size() && budget > 0) {
-    const PlannedSplit& s = job.splits[job.next];
-    if (splits_.count(s.spec.id)) {
-      ++job.next;
-      continue;
-    }
-    if (budget < 2) break;
-    budget -= 2;
-    core::SpecRecord spec{s.spec};
-    store_->create(core::spec_key(s.spec.id), core::encode(spec));  // exists: fine (immutable)
-    core::SplitRecord rec;
+  const std::size_t max_splits = std::max<std::uint32_t>(config_.bulk_ops_per_step / 2, 1);
+  std::vector<const PlannedSplit*> batch;
+  while (job.next < job.splits.size() && batch.size() < max_splits) {
+    const PlannedSplit& s = job.splits[job.next++];
+    if (!splits_.count(s.spec.id)) batch.push_back(&s);
+  }
+  if (batch.empty()) return;
+  std::vector<core::SplitRecord> records(batch.size());
+  std::vector<Revision> created(batch.size(), 0);
+  std::vector<std::function<void()>> tasks;
+  tasks.reserve(batch.size());
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const PlannedSplit& s = *batch[i];
+    core::SplitRecord& rec = records[i];
     rec.id = s.spec.id;
     rec.weight = s.spec.weight;
     if (s.seed_progress) rec.progress = *s.seed_progress;
-    WriteResult r = store_->create(core::split_key(s.spec.id), core::encode(rec));
-    if (r.ok) {
-      splits_.emplace(s.spec.id, SplitView{rec, r.revision});
+    tasks.emplace_back([this, &s, &rec, &out = created[i]] {
+      store_->create(core::spec_key(s.spec.id), core::encode(core::SpecRecord{s.spec}));
+      WriteResult r = store_->create(core::split_key(s.spec.id), core::encode(rec));
+      if (r.ok) out = r.revision;
+    });
+  }
+  try {
+    options_.bulk->run_all(tasks);
+  } catch (...) {
+    job.next -= 0;  // a failed slice is retried from the first split not yet known (below)
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (created[i] != 0) splits_.emplace(records[i].id, SplitView{records[i], created[i]});
+    }
+    job.next = 0;  // restart the scan; known splits are skipped cheaply
+    throw;
+  }
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    if (created[i] != 0) {
+      splits_.emplace(records[i].id, SplitView{records[i], created[i]});
       assignment_dirty_ = true;
     }
-    ++job.next;
   }
 }
 

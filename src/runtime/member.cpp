@@ -31,9 +31,15 @@ Member::Member(CoordinatorConfig config, std::shared_ptr<KvStore> store,
       delay_(config_.rebalance_delay) {
   nonce_ = options_.nonce.empty() ? fresh_nonce() : options_.nonce;
   if (!options_.plan_runner) options_.plan_runner = std::make_unique<InlinePlanRunner>();
+  if (!options_.bulk) options_.bulk = std::make_unique<InlineBulkExecutor>();
 }
 
 Member::~Member() = default;
+
+void Member::set_bulk_executor(std::unique_ptr<BulkExecutor> bulk) {
+  std::lock_guard lk(mu_);
+  options_.bulk = std::move(bulk);
+}
 
 void Member::set_plan_runner(std::unique_ptr<PlanRunner> runner) {
   std::lock_guard lk(mu_);

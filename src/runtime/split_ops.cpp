@@ -15,13 +15,29 @@
 
 #include "core/claim_rules.hpp"
 #include "core/keys.hpp"
+#include "core/utf8.hpp"
 #include "runtime/member.hpp"
 
 namespace etlc::runtime {
 
 namespace {
 constexpr int kCasAttempts = 3;
+constexpr std::size_t kMaxErrorBytes = 1024;
+
+// fail() reasons are user text stored in a JSON record: cap them and replace whatever is not
+// UTF-8 (including a sequence the cap cut in half) with '?'.
+std::string printable_reason(std::string_view reason) {
+  std::string_view rest = reason.substr(0, kMaxErrorBytes);
+  std::string out;
+  while (auto problem = core::find_utf8_problem(rest)) {
+    out.append(rest.substr(0, problem->offset));
+    out.push_back('?');
+    rest.remove_prefix(problem->offset + 1);
+  }
+  out.append(rest);
+  return out;
 }
+}  // namespace
 
 std::shared_ptr<Held> Member::find_held(std::string_view id) const {
   std::lock_guard lk(shared_mu_);
@@ -211,7 +227,7 @@ CommitResult Member::fail(std::string_view id, std::string_view reason) {
   core::FailDecision d = core::decide_fail(h->record, config_.max_attempts);
   core::SplitRecord next = h->record;
   next.attempts = d.attempts_after;
-  next.last_error = std::string(reason.substr(0, 1024));
+  next.last_error = printable_reason(reason);
   next.owner.reset();
   next.owner_nonce.reset();
   if (d.quarantine) next.status = core::SplitStatus::quarantined;

@@ -128,7 +128,7 @@ TEST(Ownership, a_poison_split_is_quarantined_after_max_attempts_and_the_job_sta
         for (Node* n : fleet.live()) {
           for (const auto& s : n->held()) {
             if (s == "s002") {
-              n->coord->fail(s, "cannot parse");
+              n->coord->fail(s, "cannot parse\xff\xfe");  // not UTF-8: stored sanitised
             } else {
               n->coord->complete(s, SplitProgress{100, "done"});
             }
@@ -141,7 +141,7 @@ TEST(Ownership, a_poison_split_is_quarantined_after_max_attempts_and_the_job_sta
   auto rec = fleet.split_record("s002");
   EXPECT_EQ(rec.status, core::SplitStatus::quarantined);
   EXPECT_EQ(rec.attempts, 3u);  // max_attempts
-  EXPECT_EQ(rec.last_error, "cannot parse");
+  EXPECT_EQ(rec.last_error, "cannot parse??");
   auto st = a.all<Stalled>().front();
   EXPECT_EQ(st.completed, 2u);
   EXPECT_EQ(st.quarantined, 1u);

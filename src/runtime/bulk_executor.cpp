@@ -1,0 +1,68 @@
+#include "runtime/bulk_executor.hpp"
+
+#include <algorithm>
+
+namespace etlc::runtime {
+
+void InlineBulkExecutor::run_all(std::vector<std::function<void()>>& tasks) {
+  std::exception_ptr first;
+  for (auto& t : tasks) {
+    try {
+      t();
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+}
+
+PooledBulkExecutor::PooledBulkExecutor(std::size_t threads) {
+  threads = std::clamp<std::size_t>(threads, 1, 64);
+  for (std::size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { worker(); });
+}
+
+PooledBulkExecutor::~PooledBulkExecutor() {
+  {
+    std::lock_guard lk(mu_);
+    stop_ = true;
+  }
+  work_cv_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void PooledBulkExecutor::run_all(std::vector<std::function<void()>>& tasks) {
+  if (tasks.empty()) return;
+  std::unique_lock lk(mu_);
+  batch_ = &tasks;
+  errors_.assign(tasks.size(), nullptr);
+  next_ = 0;
+  finished_ = 0;
+  work_cv_.notify_all();
+  done_cv_.wait(lk, [&] { return finished_ == tasks.size(); });
+  batch_ = nullptr;
+  for (auto& e : errors_) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+void PooledBulkExecutor::worker() {
+  std::unique_lock lk(mu_);
+  for (;;) {
+    work_cv_.wait(lk, [&] { return stop_ || (batch_ != nullptr && next_ < batch_->size()); });
+    if (stop_) return;
+    const std::size_t i = next_++;
+    auto& task = (*batch_)[i];
+    lk.unlock();
+    std::exception_ptr err;
+    try {
+      task();
+    } catch (...) {
+      err = std::current_exception();
+    }
+    lk.lock();
+    errors_[i] = err;
+    if (++finished_ == batch_->size()) done_cv_.notify_all();
+  }
+}
+
+}  // namespace etlc::runtime
