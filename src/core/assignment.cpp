@@ -8,6 +8,7 @@
 #include <cassert>
 #include <limits>
 #include <memory>
+#include <memory_resource>
 #include <set>
 #include <utility>
 
@@ -178,61 +179,117 @@ void fill(WorkState& st) {
     if (a.weight != b.weight) return a.weight > b.weight;
     return a.rank < b.rank;
   });
-  auto lighter = [&st](std::uint32_t a, std::uint32_t b) {
-    if (st.load[a] != st.load[b]) return st.load[a] < st.load[b];
-    return st.member_rank[a] < st.member_rank[b];
+  // A min-heap of the members with a free lane, keys inline (this loop runs once per split, so
+  // it avoids the indirection of IndexedHeap): only the top ever changes.
+  struct Slot {
+    WideLoad load;
+    std::uint32_t rank;
+    std::uint32_t member;
   };
-  IndexedHeap<decltype(lighter)> open(in.members.size(), lighter);
+  auto heavier = [](const Slot& a, const Slot& b) {  // std heap order: the lightest on top
+    return a.load != b.load ? a.load > b.load : a.rank > b.rank;
+  };
+  std::vector<Slot> open;
   for (std::size_t m = 0; m < in.members.size(); ++m) {
-    if (st.has_free_lane(m)) open.push(static_cast<std::uint32_t>(m));
+    if (st.has_free_lane(m)) {
+      open.push_back(Slot{st.load[m], st.member_rank[m], static_cast<std::uint32_t>(m)});
+    }
   }
+  std::make_heap(open.begin(), open.end(), heavier);
+  auto sift_down_top = [&open, &heavier]() {
+    const std::size_t n = open.size();
+    const Slot top = open[0];
+    std::size_t i = 0;
+    for (;;) {
+      std::size_t child = 2 * i + 1;
+      if (child >= n) break;
+      if (child + 1 < n && heavier(open[child], open[child + 1])) ++child;
+      if (!heavier(top, open[child])) break;
+      open[i] = open[child];
+      i = child;
+    }
+    open[i] = top;
+  };
   for (const Pending& p : pending) {
     if (open.empty()) break;
-    const std::uint32_t m = open.top();
-    st.move(p.split, static_cast<std::int32_t>(m));
-    open.set(m, st.has_free_lane(m));
+    const std::uint32_t m = open[0].member;
+    // st.move() inlined with the weight at hand: the splits come in weight order, so reading
+    // st.weight[p.split] would be a cache miss per split.
+    st.at[p.split] = static_cast<std::int32_t>(m);
+    st.load[m] += p.weight;
+    ++st.count[m];
+    if (st.has_free_lane(m)) {
+      open[0].load = st.load[m];
+    } else {
+      open[0] = open.back();
+      open.pop_back();
+      if (open.empty()) break;
+    }
+    sift_down_top();
   }
 }
 
-// Sorting each member's list by split id is the largest cost of finish(). Compare first an
-// integer key — the 8 bytes after the list's longest common prefix, big-endian, zero-padded —
-// and the full ids only when keys tie. The key order agrees with the byte-wise (unsigned)
-// order std::string uses: differing keys differ at the first differing byte, and zero padding
-// sorts a proper prefix first; equal keys fall back to the full comparison.
+// Sorting each member's list by split id is the largest cost of finish(): the ids are scattered
+// through the input, so touching them in member order is a cache miss per split. Instead, one
+// sequential pass computes an integer key per assigned split — the 8 bytes after the longest
+// prefix common to all assigned ids, big-endian, zero-padded — and the per-member sorts compare
+// keys, falling back to the full ids only when keys tie. The key order agrees with the byte-wise
+// (unsigned) order std::string uses: keys that differ differ first at the first differing byte
+// after the common prefix, and zero padding sorts a proper prefix first.
 struct IdKey {
   std::uint64_t key;
-  std::string_view id;
   std::uint32_t split;
 };
 
-void sort_by_id(std::vector<std::uint32_t>& list, const AssignmentInput& in,
-                std::vector<IdKey>& scratch) {
-  if (list.size() < 2) return;
-  const std::string_view first = in.splits[list[0]].id;
-  std::size_t lcp = first.size();
-  for (std::uint32_t j : list) {
+std::uint64_t id_key(std::string_view id, std::size_t lcp) {
+  std::uint64_t key = 0;
+  for (std::size_t k = 0; k < 8; ++k) {
+    const std::size_t at = lcp + k;
+    const auto byte = at < id.size() ? static_cast<unsigned char>(id[at]) : 0u;
+    key = (key << 8) | byte;
+  }
+  return key;
+}
+
+void fill_sorted_by_id(const WorkState& st, std::vector<std::vector<std::uint32_t>>& by_member) {
+  const AssignmentInput& in = *st.in;
+  const std::size_t m_count = in.members.size();
+  const std::size_t s_count = in.splits.size();
+  std::string_view first;
+  std::size_t lcp = 0;
+  bool any = false;
+  for (std::size_t j = 0; j < s_count; ++j) {
+    if (st.at[j] == kNoMember) continue;
     const std::string_view id = in.splits[j].id;
+    if (!any) {
+      first = id;
+      lcp = id.size();
+      any = true;
+    }
     const std::size_t limit = std::min(lcp, id.size());
     std::size_t k = 0;
     while (k < limit && id[k] == first[k]) ++k;
     lcp = k;
   }
-  scratch.clear();
-  for (std::uint32_t j : list) {
-    const std::string_view id = in.splits[j].id;
-    std::uint64_t key = 0;
-    for (std::size_t k = 0; k < 8; ++k) {
-      const std::size_t at = lcp + k;
-      const auto byte = at < id.size() ? static_cast<unsigned char>(id[at]) : 0u;
-      key = (key << 8) | byte;
-    }
-    scratch.push_back(IdKey{key, id, j});
+  std::vector<std::size_t> begin(m_count + 1, 0);
+  for (std::size_t m = 0; m < m_count; ++m) begin[m + 1] = begin[m] + st.count[m];
+  std::vector<IdKey> keyed(begin[m_count]);
+  std::vector<std::size_t> cursor(begin.begin(), begin.end() - 1);
+  for (std::size_t j = 0; j < s_count; ++j) {
+    if (st.at[j] == kNoMember) continue;
+    keyed[cursor[static_cast<std::size_t>(st.at[j])]++] =
+        IdKey{id_key(in.splits[j].id, lcp), static_cast<std::uint32_t>(j)};
   }
-  std::sort(scratch.begin(), scratch.end(), [](const IdKey& a, const IdKey& b) {
-    if (a.key != b.key) return a.key < b.key;
-    return a.id < b.id;
-  });
-  for (std::size_t k = 0; k < list.size(); ++k) list[k] = scratch[k].split;
+  for (std::size_t m = 0; m < m_count; ++m) {
+    const auto lo = keyed.begin() + static_cast<std::ptrdiff_t>(begin[m]);
+    const auto hi = keyed.begin() + static_cast<std::ptrdiff_t>(begin[m + 1]);
+    std::sort(lo, hi, [&in](const IdKey& a, const IdKey& b) {
+      if (a.key != b.key) return a.key < b.key;
+      return in.splits[a.split].id < in.splits[b.split].id;
+    });
+    by_member[m].reserve(begin[m + 1] - begin[m]);
+    for (auto it = lo; it != hi; ++it) by_member[m].push_back(it->split);
+  }
 }
 
 }  // namespace
@@ -259,8 +316,10 @@ WorkState sticky_and_fill(const AssignmentInput& in) {
     st.by_split_rank[st.split_rank[j]] = static_cast<std::uint32_t>(j);
   }
   st.holder.resize(s_count);
+  st.weight.resize(s_count);
   for (std::size_t j = 0; j < s_count; ++j) {
     const AssignSplit& s = in.splits[j];
+    st.weight[j] = s.weight;
     check_owner_index(s.previous, m_count, s, "previous");
     check_owner_index(s.lease_owner, m_count, s, "lease_owner");
     check_owner_index(s.record_owner, m_count, s, "record_owner");
@@ -300,7 +359,7 @@ void improve(WorkState& st) {
     const std::int32_t m = st.at[j];
     if (m != kNoMember) {
       auto& w = minw[static_cast<std::size_t>(m)];
-      w = std::min(w, in.splits[j].weight);
+      w = std::min(w, st.weight[j]);
     }
   }
   std::vector<WideLoad> excess(m_count, 0);
@@ -333,11 +392,17 @@ void improve(WorkState& st) {
       return weight != o.weight ? weight < o.weight : rank < o.rank;
     }
   };
-  using SplitSet = std::set<Entry>;
+  // Set nodes come from one arena, released at once at the end: a busy pass builds tens of
+  // thousands of nodes, and a malloc/free per node was a large share of its cost.
+  std::pmr::monotonic_buffer_resource arena;
+  using SplitSet = std::pmr::set<Entry>;
   std::vector<std::unique_ptr<SplitSet>> sets(m_count);
-  std::vector<std::uint32_t> csr_offset;  // snapshot of placement when the first move is made
-  std::vector<std::uint32_t> csr_items;
-  std::vector<std::vector<std::uint32_t>> arrived(m_count);  // placed after the snapshot
+  // Snapshot of the placement, taken when the first move is made: each member's (weight, rank)
+  // entries, contiguous, written in one sequential pass over the splits (reading weights member
+  // by member instead would be a cache miss per split).
+  std::vector<std::uint32_t> csr_offset;
+  std::vector<Entry> csr_items;
+  std::vector<std::vector<Entry>> arrived(m_count);  // placed after the snapshot
   auto snapshot = [&]() {
     csr_offset.assign(m_count + 1, 0);
     for (std::size_t j = 0; j < s_count; ++j) {
@@ -348,23 +413,24 @@ void improve(WorkState& st) {
     std::vector<std::uint32_t> cursor(csr_offset.begin(), csr_offset.end() - 1);
     for (std::size_t j = 0; j < s_count; ++j) {
       if (st.at[j] != kNoMember) {
-        csr_items[cursor[static_cast<std::size_t>(st.at[j])]++] = static_cast<std::uint32_t>(j);
+        csr_items[cursor[static_cast<std::size_t>(st.at[j])]++] =
+            Entry{st.weight[j], st.split_rank[j]};
       }
     }
   };
-  // A member's splits leave it only after its set is built, so its snapshot list plus what
-  // arrived since is exactly what it holds.
+  // A member's splits leave it only after its set is built, so its snapshot entries plus what
+  // arrived since are exactly what it holds. Built from a sorted run: O(k log k), then O(1)
+  // amortised per hinted insert.
+  std::vector<Entry> scratch;
   auto materialize = [&](std::size_t m) -> SplitSet& {
     if (!sets[m]) {
-      auto set = std::make_unique<SplitSet>();
-      auto add = [&](std::uint32_t j) {
-        assert(st.at[j] == static_cast<std::int32_t>(m));
-        set->insert(Entry{in.splits[j].weight, st.split_rank[j]});
-      };
-      for (std::uint32_t k = csr_offset[m]; k < csr_offset[m + 1]; ++k) add(csr_items[k]);
-      for (std::uint32_t j : arrived[m]) add(j);
-      arrived[m].clear();
-      arrived[m].shrink_to_fit();
+      scratch.assign(csr_items.begin() + csr_offset[m], csr_items.begin() + csr_offset[m + 1]);
+      scratch.insert(scratch.end(), arrived[m].begin(), arrived[m].end());
+      std::sort(scratch.begin(), scratch.end());
+      auto set = std::make_unique<SplitSet>(&arena);
+      for (const Entry& e : scratch) set->insert(set->end(), e);
+      assert(set->size() == st.count[m]);
+      arrived[m] = std::vector<Entry>();
       sets[m] = std::move(set);
     }
     return *sets[m];
@@ -419,7 +485,7 @@ void improve(WorkState& st) {
     if (sets[t]) {
       sets[t]->insert(Entry{w, st.split_rank[j]});
     } else {
-      arrived[t].push_back(j);
+      arrived[t].push_back(Entry{w, st.split_rank[j]});
     }
     minw[t] = std::min(minw[t], w);
     rekey(t);
@@ -436,10 +502,8 @@ Assignment finish(const WorkState& st) {
   Assignment out;
   out.by_member.resize(m_count);
   out.load_by_member.resize(m_count);
-  for (std::size_t m = 0; m < m_count; ++m) {
-    out.by_member[m].reserve(st.count[m]);
-    out.load_by_member[m] = saturate64(st.load[m]);
-  }
+  for (std::size_t m = 0; m < m_count; ++m) out.load_by_member[m] = saturate64(st.load[m]);
+  fill_sorted_by_id(st, out.by_member);
   // A member that holds nothing now is a newcomer for the stats.
   std::vector<std::uint8_t> held_something(m_count, 0);
   for (std::size_t j = 0; j < s_count; ++j) {
@@ -451,8 +515,6 @@ Assignment finish(const WorkState& st) {
   for (std::size_t j = 0; j < s_count; ++j) {
     const AssignSplit& s = in.splits[j];
     const std::int32_t a = st.at[j];
-    if (a != kNoMember)
-      out.by_member[static_cast<std::size_t>(a)].push_back(static_cast<std::uint32_t>(j));
     if (s.reserved) {
       ++stats.reserved;
       continue;
@@ -483,8 +545,6 @@ Assignment finish(const WorkState& st) {
       ++stats.placed_from_queue;
     }
   }
-  std::vector<IdKey> scratch;
-  for (auto& list : out.by_member) sort_by_id(list, in, scratch);
   stats.improving_moves = st.improving_moves;
   stats.max_improving_moves = st.max_improving_moves;
   stats.backstop_bound = st.backstop_bound;

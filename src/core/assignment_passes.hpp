@@ -32,6 +32,7 @@ struct WorkState {
   std::vector<std::uint32_t> member_rank;    // position of member i in (hash(seed,id), id) order
   std::vector<std::uint32_t> split_rank;     // position of split j in (hash(seed,id), id) order
   std::vector<std::uint32_t> by_split_rank;  // inverse of split_rank
+  std::vector<std::uint64_t> weight;         // split -> weight (a dense copy, for locality)
   std::vector<std::int32_t> holder;          // split -> live holder (or kNoMember)
   std::vector<std::uint8_t> stuck;           // split stayed with its holder in pass 1
   std::vector<std::int32_t> at;              // split -> member it is placed on (or kNoMember)
@@ -45,7 +46,7 @@ struct WorkState {
   // Moves split j (placed) to member `to`; keeps load and count consistent.
   void move(std::uint32_t j, std::int32_t to) {
     const std::int32_t from = at[j];
-    const std::uint64_t w = in->splits[j].weight;
+    const std::uint64_t w = weight[j];
     if (from != kNoMember) {
       load[static_cast<std::size_t>(from)] -= w;
       --count[static_cast<std::size_t>(from)];
