@@ -1,0 +1,144 @@
+// Core: the shared state of one NatsStore (connection, JetStream context, bucket, watch registry).
+//
+// Owned through std::shared_ptr by the NatsStore and by each of its watches, so a watch that
+// outlives its store still holds valid nats.c objects; close() ends all I/O. Thread-safe.
+#pragma once
+
+#include <nats/nats.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "etlc/nats_store.hpp"
+#include "store/nats/nats_errors.hpp"
+#include "store/nats/nats_handles.hpp"
+#include "store/nats/nats_redact.hpp"
+#include "store/nats/revision_set.hpp"
+
+namespace etlc::nats_detail {
+
+class WatchState;
+
+// The last message of a key's subject, read through the stream leader.
+struct LastMessage {
+  bool exists = false;     // the subject has a message (a value or a delete marker)
+  bool tombstone = false;  // that message is a DEL or PURGE marker
+  std::uint64_t revision = 0;
+  std::string value;
+
+  bool live() const { return exists && !tombstone; }
+};
+
+// Outcome of one guarded publish.
+struct Published {
+  bool ok = false;
+  std::uint64_t revision = 0;  // ok: the new message's revision
+  // !ok: the subject's last revision as the server reported it (0 if it could not be parsed).
+  std::uint64_t last_revision = 0;
+};
+
+// Receives nats.c's connection callbacks. Lives until nats.c has delivered the closed callback
+// (the last one for a connection), so a callback never touches freed memory.
+struct ConnectionEvents {
+  std::weak_ptr<class Core> core;
+  std::atomic<std::uint64_t> disconnects{0};
+  std::atomic<std::uint64_t> reconnects{0};
+  std::atomic<std::uint64_t> async_errors{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  bool closed = false;
+};
+
+class Core : public std::enable_shared_from_this<Core> {
+ public:
+  // Validates the options (ConfigError); does no I/O. Call open() next.
+  explicit Core(NatsStoreOptions options);
+  ~Core();
+  Core(const Core&) = delete;
+  Core& operator=(const Core&) = delete;
+
+  // Connects and creates or adopts the bucket. Throws as NatsStore's constructor documents.
+  void open();
+  // Breaks every watch, closes the connection, waits (bounded) for nats.c's closed callback.
+  // Idempotent.
+  void close();
+
+  const NatsStoreOptions& options() const { return options_; }
+  const std::string& bucket() const { return bucket_; }
+  const Redactor& redactor() const { return redactor_; }
+  kvStore* kv() const { return kv_.get(); }
+  bool connected() const;
+  NatsStoreStats stats() const;
+
+  // Throws StoreError(closed) after close() or once nats.c gave up reconnecting, and
+  // StoreError(unavailable) while the connection is down or reconnecting. Called before every
+  // request so that nothing is queued in nats.c's reconnect buffer while we know we are down.
+  void require_connected(std::string_view what) const;
+
+  // One leader read of `key`'s last message. Read errors throw (unavailable/closed).
+  LastMessage read_last(std::string_view key, std::string_view what);
+  // Publishes `value` (or a DEL marker) to `key` guarded by "expected last subject sequence ==
+  // expected" (0: the subject has no message). A wrong-last-sequence reply is returned as
+  // !ok; every other failure throws (see nats_errors.hpp, as a write).
+  Published publish(std::string_view key, std::string_view value, std::uint64_t expected,
+                    bool erase_marker, std::string_view what);
+
+  RevisionSet& live_revisions() { return live_revisions_; }
+  void count_guard_read() { guard_reads_.fetch_add(1, std::memory_order_relaxed); }
+  void count_broken_watch() { watches_broken_.fetch_add(1, std::memory_order_relaxed); }
+
+  // The watch registry (weak references; a watch unregisters itself when destroyed).
+  void register_watch(const std::shared_ptr<WatchState>& state);
+  void unregister_watch(const WatchState* state);
+  void break_watches(std::string_view reason);
+  std::size_t watcher_count() const;
+
+  // nats.c subject filter for a contract prefix: "" -> ">", "a.b." -> "a.b.>".
+  static std::string watch_filter(std::string_view prefix);
+
+ private:
+  void connect();
+  void ensure_bucket();
+  void check_compatible(const jsStreamInfo& info) const;
+  void wait_for_stream_leader();
+  jsOptions request_options() const;
+  std::string subject(std::string_view key) const;
+
+  static void on_disconnected(natsConnection* nc, void* closure);
+  static void on_reconnected(natsConnection* nc, void* closure);
+  static void on_closed(natsConnection* nc, void* closure);
+  static void on_async_error(natsConnection* nc, natsSubscription* sub, natsStatus err,
+                             void* closure);
+
+  const NatsStoreOptions options_;
+  const std::string bucket_;
+  const std::string stream_;          // "KV_<bucket>"
+  const std::string subject_prefix_;  // "$KV.<bucket>."
+  const Redactor redactor_;
+
+  // Owned by this Core unless close() timed out waiting for the closed callback (then leaked on
+  // purpose: nats.c may still call into it).
+  ConnectionEvents* events_ = nullptr;
+  natsConnection* nc_ = nullptr;
+  JsPtr js_;
+  KvPtr kv_;
+
+  std::atomic<bool> closed_{false};
+  mutable std::mutex close_mu_;
+
+  RevisionSet live_revisions_;
+  std::atomic<std::uint64_t> guard_reads_{0};
+  std::atomic<std::uint64_t> watches_broken_{0};
+
+  mutable std::mutex watches_mu_;
+  std::unordered_map<const WatchState*, std::weak_ptr<WatchState>> watches_;
+};
+
+}  // namespace etlc::nats_detail

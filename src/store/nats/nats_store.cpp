@@ -1,0 +1,176 @@
+// NatsStore: the six KvStore primitives on top of Core (see etlc/nats_store.hpp).
+#include "etlc/nats_store.hpp"
+
+#include <fmt/format.h>
+
+#include <random>
+
+#include "store/nats/nats_core.hpp"
+#include "store/nats/nats_watch.hpp"
+
+namespace etlc {
+
+namespace {
+
+using nats_detail::Core;
+using nats_detail::LastMessage;
+using nats_detail::Published;
+
+// create() retries while the key's delete marker keeps changing under it (concurrent deletes
+// of re-created keys); each retry follows a write by someone else.
+constexpr int kMaxCreateAttempts = 8;
+
+std::string probe_prefix() {
+  std::random_device rd;
+  std::uint64_t nonce = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  return fmt::format("_etlc_probe.{:016x}.", nonce);
+}
+
+// validate_prefix, plus a rule it misses: the part before the final '.' must itself be a valid
+// key, so "a.." (an empty last token, and the invalid NATS filter "a..>") is rejected too.
+void validate_nats_prefix(std::string_view prefix) {
+  validate_prefix(prefix);
+  if (prefix.size() >= 2 && prefix[prefix.size() - 2] == '.') {
+    throw StoreError(StoreErrc::invalid_argument,
+                     fmt::format("prefix '{}' has an empty token before its final '.'", prefix));
+  }
+}
+
+}  // namespace
+
+NatsStore::NatsStore(NatsStoreOptions options) : core_(std::make_shared<Core>(std::move(options))) {
+  core_->open();
+  if (core_->options().probe_on_open) verify_fencing(*this, probe_prefix());
+}
+
+std::shared_ptr<NatsStore> NatsStore::open(NatsStoreOptions options) {
+  return std::make_shared<NatsStore>(std::move(options));
+}
+
+NatsStore::~NatsStore() {
+  core_->close();
+}
+
+WriteResult NatsStore::create(std::string_view key, std::string_view value) {
+  validate_key(key);
+  validate_value(key, value);
+  std::string what = fmt::format("create '{}'", key);
+  std::uint64_t expected = 0;
+  for (int attempt = 0; attempt < kMaxCreateAttempts; ++attempt) {
+    Published p = core_->publish(key, value, expected, false, what);
+    if (p.ok) {
+      core_->live_revisions().insert(p.revision);
+      return WriteResult{true, p.revision};
+    }
+    // The subject has a message: a live value (we lose) or a delete marker (re-try guarded by
+    // the marker's revision, so a concurrent create still wins exactly once).
+    if (p.last_revision != 0 && core_->live_revisions().contains(p.last_revision)) {
+      return WriteResult{false, p.last_revision};
+    }
+    core_->count_guard_read();
+    LastMessage last = core_->read_last(key, what);
+    if (last.live()) return WriteResult{false, last.revision};
+    expected = last.exists ? last.revision : 0;
+  }
+  throw StoreError(StoreErrc::unavailable,
+                   fmt::format("{}: the key was deleted and re-created concurrently {} times; "
+                               "nothing was written, retry",
+                               what, kMaxCreateAttempts));
+}
+
+WriteResult NatsStore::update(std::string_view key, std::string_view value, Revision expected) {
+  validate_key(key);
+  validate_value(key, value);
+  if (expected == 0) return WriteResult{false, 0};  // never matches; nothing is sent
+  std::string what = fmt::format("update '{}'", key);
+  if (!core_->live_revisions().contains(expected)) {
+    // The server would accept a delete marker's revision as the expected last sequence (and
+    // resurrect the key); rule that out with a leader read first.
+    core_->count_guard_read();
+    LastMessage last = core_->read_last(key, what);
+    if (!last.live() || last.revision != expected) {
+      return WriteResult{false, last.live() ? last.revision : 0};
+    }
+  }
+  Published p = core_->publish(key, value, expected, false, what);
+  if (p.ok) {
+    core_->live_revisions().insert(p.revision);
+    return WriteResult{true, p.revision};
+  }
+  bool known = p.last_revision != 0 && core_->live_revisions().contains(p.last_revision);
+  return WriteResult{false, known ? p.last_revision : 0};
+}
+
+WriteResult NatsStore::erase(std::string_view key, Revision expected) {
+  validate_key(key);
+  if (expected == 0) return WriteResult{false, 0};  // never matches; nothing is sent
+  std::string what = fmt::format("erase '{}'", key);
+  if (!core_->live_revisions().contains(expected)) {
+    core_->count_guard_read();
+    LastMessage last = core_->read_last(key, what);
+    if (!last.live() || last.revision != expected) {
+      return WriteResult{false, last.live() ? last.revision : 0};
+    }
+  }
+  Published p = core_->publish(key, {}, expected, true, what);
+  if (p.ok) return WriteResult{true, p.revision};
+  bool known = p.last_revision != 0 && core_->live_revisions().contains(p.last_revision);
+  return WriteResult{false, known ? p.last_revision : 0};
+}
+
+std::optional<Entry> NatsStore::get(std::string_view key) {
+  validate_key(key);
+  LastMessage last = core_->read_last(key, fmt::format("get '{}'", key));
+  if (!last.live()) return std::nullopt;
+  return Entry{std::string(key), std::move(last.value), last.revision};
+}
+
+std::unique_ptr<Watch> NatsStore::watch(std::string_view prefix, WatchOptions options) {
+  validate_nats_prefix(prefix);
+  if (options.max_pending == 0 || options.max_pending > kMaxWatchPending) {
+    throw StoreError(StoreErrc::invalid_argument,
+                     fmt::format("WatchOptions::max_pending must be in [1, {}], got {}",
+                                 kMaxWatchPending, options.max_pending));
+  }
+  auto state =
+      std::make_shared<nats_detail::WatchState>(core_, std::string(prefix), std::move(options));
+  core_->register_watch(state);  // first, so a concurrent close() breaks it too
+  try {
+    state->start();
+  } catch (...) {
+    core_->unregister_watch(state.get());
+    throw;
+  }
+  return std::make_unique<nats_detail::NatsWatch>(std::move(state), core_);
+}
+
+std::vector<Entry> NatsStore::list(std::string_view prefix) {
+  validate_nats_prefix(prefix);
+  return nats_detail::list_from_watch(*core_, prefix);
+}
+
+void NatsStore::break_watches(std::string_view reason) {
+  core_->break_watches(reason);
+}
+
+void NatsStore::close() {
+  core_->close();
+}
+
+const std::string& NatsStore::bucket() const noexcept {
+  return core_->bucket();
+}
+
+bool NatsStore::connected() const {
+  return core_->connected();
+}
+
+NatsStoreStats NatsStore::stats() const {
+  return core_->stats();
+}
+
+std::size_t NatsStore::watcher_count() const {
+  return core_->watcher_count();
+}
+
+}  // namespace etlc

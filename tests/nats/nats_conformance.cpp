@@ -1,0 +1,37 @@
+// The KvStore conformance suite (tests/store_conformance) against NatsStore on a real
+// nats-server: single node (R1) and a 3-node cluster (R3). One server or cluster per process
+// (started on first use), one bucket per instantiation, a fresh store (connect, adopt, probe)
+// per test; the suite keeps each test in its own key namespace.
+#include <memory>
+
+#include "etlc/nats_store.hpp"
+#include "nats/nats_test_env.hpp"
+#include "store_conformance/conformance.hpp"
+
+namespace etlc::testing {
+namespace {
+
+std::shared_ptr<KvStore> make_single() {
+  static const std::string bucket = unique_bucket();
+  return NatsStore::open(test_options({shared_server().url()}, bucket));
+}
+
+std::shared_ptr<KvStore> make_r3() {
+  static const std::string bucket = unique_bucket();
+  return NatsStore::open(test_options(shared_cluster().urls(), bucket, 3));
+}
+
+void break_watches(KvStore& store) {
+  dynamic_cast<NatsStore&>(store).break_watches("broken by the conformance test");
+}
+
+INSTANTIATE_TEST_SUITE_P(NatsSingle, StoreConformance,
+                         ::testing::Values(StoreFactory{"nats_r1", make_single, break_watches}),
+                         StoreFactoryName{});
+
+INSTANTIATE_TEST_SUITE_P(NatsR3, StoreConformance,
+                         ::testing::Values(StoreFactory{"nats_r3", make_r3, break_watches}),
+                         StoreFactoryName{});
+
+}  // namespace
+}  // namespace etlc::testing

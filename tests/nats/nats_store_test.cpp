@@ -1,0 +1,363 @@
+// NatsStore against one real single-node nats-server (shared by the process): bucket creation
+// and adoption, incompatible buckets, the delete-marker guard, error mapping, watch breaking.
+// The KvStore contract itself is checked by the conformance suite (nats_conformance.cpp).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "etlc/nats_store.hpp"
+#include "nats/nats_test_env.hpp"
+#include "store_conformance/conformance.hpp"
+
+namespace etlc::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+NatsStoreOptions options_for(const std::string& bucket) {
+  return test_options({shared_server().url()}, bucket);
+}
+
+StoreErrc code_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const StoreError& e) {
+    return e.code();
+  }
+  ADD_FAILURE() << "no StoreError thrown";
+  return StoreErrc::closed;
+}
+
+std::string incompatibility(NatsStoreOptions o) {
+  try {
+    NatsStore store(std::move(o));
+  } catch (const StoreError& e) {
+    EXPECT_EQ(e.code(), StoreErrc::incompatible) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "the store opened";
+  return {};
+}
+
+TEST(NatsStore, OpenCreatesTheBucketWithTheProtocolSettings) {
+  std::string bucket = unique_bucket();
+  NatsStore store(options_for(bucket));
+  EXPECT_EQ(store.bucket(), bucket);
+  EXPECT_TRUE(store.connected());
+  auto s = stream_settings({shared_server().url()}, bucket);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->history, 1);
+  EXPECT_EQ(s->replicas, 1);
+  EXPECT_TRUE(s->file_storage);
+  EXPECT_EQ(s->max_age_ns, 0);
+  EXPECT_GE(s->max_msg_size, static_cast<std::int64_t>(kMaxValueBytes));
+  // The probe ran and cleaned up after itself: nothing is live.
+  EXPECT_TRUE(store.list("").empty());
+}
+
+TEST(NatsStore, JobNameMapsToItsBucket) {
+  NatsStoreOptions o = options_for("");
+  o.bucket.clear();
+  o.job = "job with spaces_" + unique_bucket();
+  NatsStore store(o);
+  EXPECT_EQ(store.bucket(), NatsStoreOptions::bucket_for_job(o.job));
+}
+
+TEST(NatsStore, AdoptsAnExistingCompatibleBucket) {
+  std::string bucket = unique_bucket();
+  NatsStore a(options_for(bucket));
+  auto created = a.create("k", "v1");
+  ASSERT_TRUE(created.ok);
+  NatsStore b(options_for(bucket));
+  auto got = b.get("k");
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->value, "v1");
+  EXPECT_EQ(got->revision, created.revision);
+}
+
+TEST(NatsStore, RejectsABucketWithHistory) {
+  std::string bucket = unique_bucket();
+  create_raw_bucket(shared_server().url(), bucket, /*history=*/5);
+  EXPECT_THAT(incompatibility(options_for(bucket)), HasSubstr("history is 5"));
+}
+
+TEST(NatsStore, RejectsABucketWithATtl) {
+  std::string bucket = unique_bucket();
+  create_raw_bucket(shared_server().url(), bucket, 1, /*ttl_ns=*/60'000'000'000);
+  EXPECT_THAT(incompatibility(options_for(bucket)), HasSubstr("ttl"));
+}
+
+TEST(NatsStore, RejectsABucketInMemoryStorage) {
+  std::string bucket = unique_bucket();
+  create_raw_bucket(shared_server().url(), bucket, 1, 0, /*memory_storage=*/true);
+  EXPECT_THAT(incompatibility(options_for(bucket)), HasSubstr("storage is memory"));
+}
+
+TEST(NatsStore, RejectsABucketWithOtherReplicas) {
+  std::string bucket = unique_bucket();
+  { NatsStore created(options_for(bucket)); }
+  NatsStoreOptions o = options_for(bucket);
+  o.replicas = 3;
+  EXPECT_THAT(incompatibility(o), HasSubstr("replicas is 1, options.replicas is 3"));
+}
+
+TEST(NatsStore, ServerWithoutJetStreamIsIncompatible) {
+  NatsServerConfig config;
+  config.jetstream = false;
+  NatsServer plain(config);
+  NatsStoreOptions o = test_options({plain.url()}, unique_bucket());
+  o.connect_timeout_ms = 2000;
+  EXPECT_THAT(incompatibility(o), HasSubstr("JetStream"));
+}
+
+TEST(NatsStore, UnreachableServerIsUnavailable) {
+  NatsStoreOptions o =
+      test_options({"nats://127.0.0.1:" + std::to_string(pick_free_port())}, unique_bucket());
+  o.connect_timeout_ms = 500;
+  try {
+    NatsStore store(o);
+    FAIL() << "connected to nothing";
+  } catch (const StoreError& e) {
+    EXPECT_EQ(e.code(), StoreErrc::unavailable) << e.what();
+    EXPECT_THAT(e.what(), HasSubstr("127.0.0.1"));
+  }
+}
+
+TEST(NatsStore, ADeleteMarkersRevisionNeverMatchesEvenWithAColdCache) {
+  std::string bucket = unique_bucket();
+  NatsStore a(options_for(bucket));
+  auto r1 = a.create("k", "v1");
+  ASSERT_TRUE(r1.ok);
+  auto del = a.erase("k", r1.revision);
+  ASSERT_TRUE(del.ok);
+  ASSERT_GT(del.revision, r1.revision);
+  // The server alone would accept the marker's revision as "expected last sequence".
+  EXPECT_FALSE(a.update("k", "zombie", del.revision).ok);
+  EXPECT_FALSE(a.erase("k", del.revision).ok);
+  NatsStore cold(options_for(bucket));
+  EXPECT_FALSE(cold.update("k", "zombie", del.revision).ok);
+  EXPECT_FALSE(cold.erase("k", del.revision).ok);
+  EXPECT_FALSE(a.get("k").has_value());
+  EXPECT_FALSE(cold.get("k").has_value());
+  auto again = cold.create("k", "v2");
+  ASSERT_TRUE(again.ok);
+  EXPECT_GT(again.revision, del.revision);
+}
+
+TEST(NatsStore, AColdStoreGuardsOnceThenTrustsRevisionsItHandedOut) {
+  std::string bucket = unique_bucket();
+  NatsStoreOptions o = options_for(bucket);
+  o.probe_on_open = false;  // keep the counters to this test's calls
+  NatsStore a(o);
+  auto r1 = a.create("k", "v1");
+  ASSERT_TRUE(r1.ok);
+  NatsStore b(o);
+  auto before = b.stats().guard_reads;
+  auto r2 = b.update("k", "v2", r1.revision);  // b never saw r1: one guard read
+  ASSERT_TRUE(r2.ok);
+  EXPECT_EQ(b.stats().guard_reads, before + 1);
+  auto r3 = b.update("k", "v3", r2.revision);  // b's own result: no read
+  ASSERT_TRUE(r3.ok);
+  EXPECT_EQ(b.stats().guard_reads, before + 1);
+  // a's cached r1 is stale now: the server rejects it (and a learns nothing wrong).
+  auto stale = a.update("k", "late", r1.revision);
+  EXPECT_FALSE(stale.ok);
+  EXPECT_EQ(a.get("k")->value, "v3");
+}
+
+TEST(NatsStore, ALosingCreateReportsTheLiveRevision) {
+  NatsStore store(options_for(unique_bucket()));
+  auto r1 = store.create("k", "v1");
+  ASSERT_TRUE(r1.ok);
+  auto lost = store.create("k", "v2");
+  EXPECT_FALSE(lost.ok);
+  EXPECT_EQ(lost.revision, r1.revision);
+}
+
+TEST(NatsStore, AnOversizedKeyIsRejectedBeforeSendingAndTheConnectionSurvives) {
+  NatsStore store(options_for(unique_bucket()));
+  std::string huge(5000, 'k');  // the server would drop the whole connection for this subject
+  EXPECT_EQ(code_of([&] { store.create(huge, "v"); }), StoreErrc::invalid_argument);
+  EXPECT_EQ(code_of([&] { store.get(huge); }), StoreErrc::invalid_argument);
+  EXPECT_EQ(code_of([&] { store.create("k", std::string(kMaxValueBytes + 1, 'v')); }),
+            StoreErrc::invalid_argument);
+  EXPECT_TRUE(store.connected());
+  EXPECT_TRUE(store.create("k", "v").ok);
+  EXPECT_EQ(store.stats().disconnects, 0u);
+}
+
+TEST(NatsStore, APurgeByAnotherClientIsAnErase) {
+  std::string bucket = unique_bucket();
+  NatsStore store(options_for(bucket));
+  auto r1 = store.create("p.k", "v");
+  ASSERT_TRUE(r1.ok);
+  auto w = open_watch(store, "p.");
+  ASSERT_TRUE(poll_until(*w, [](const TestWatch& t) { return t.caught_up(); }));
+  purge_key(shared_server().url(), bucket, "p.k");
+  ASSERT_TRUE(poll_until(*w, [](const TestWatch& t) { return !t.live().empty(); }));
+  ASSERT_EQ(w->live().size(), 1u);
+  EXPECT_EQ(w->live()[0].kind, WatchEvent::Kind::erase);
+  EXPECT_EQ(w->live()[0].key, "p.k");
+  EXPECT_GT(w->live()[0].revision, r1.revision);
+  EXPECT_FALSE(store.get("p.k").has_value());
+  EXPECT_TRUE(store.list("p.").empty());
+  EXPECT_TRUE(store.create("p.k", "again").ok);
+}
+
+// A history-1 bucket keeps one message per key, so a watcher that lags behind a key being
+// overwritten skips the superseded revisions. What NATS does guarantee, and NatsStore relies on:
+// per key, the watch delivers a strictly increasing subsequence of the revisions written, and
+// always the latest one (here the final delete).
+TEST(NatsStore, WatchesCoalesceButKeepPerKeyOrderAndEndAtTheLatest) {
+  NatsStore store(options_for(unique_bucket()));
+  const std::vector<std::string> keys = {"c.k0", "c.k1"};
+  std::vector<std::unique_ptr<TestWatch>> watchers;
+  for (int i = 0; i < 3; ++i) {
+    watchers.push_back(open_watch(store, "c."));
+    ASSERT_TRUE(poll_until(*watchers.back(), [](const TestWatch& t) { return t.caught_up(); }));
+  }
+  std::mutex mu;
+  std::map<std::string, std::set<Revision>> written;
+  for (const auto& k : keys) written[k].insert(store.create(k, "0").revision);
+  std::vector<std::thread> writers;
+  std::atomic<int> errors{0};
+  for (int t = 0; t < 4; ++t) {
+    writers.emplace_back([&] {
+      try {
+        for (int round = 0; round < 40; ++round) {
+          for (const auto& k : keys) {
+            for (int attempt = 0; attempt < 10'000; ++attempt) {
+              auto e = store.get(k);
+              auto r = store.update(k, std::to_string(std::stoll(e->value) + 1), e->revision);
+              if (r.ok) {
+                std::lock_guard lock(mu);
+                written[k].insert(r.revision);
+                break;
+              }
+            }
+          }
+        }
+      } catch (const StoreError&) {
+        ++errors;
+      }
+    });
+  }
+  for (auto& t : writers) t.join();
+  ASSERT_EQ(errors, 0);
+  std::map<std::string, Revision> final_delete;
+  for (const auto& k : keys) {
+    auto e = store.get(k);
+    ASSERT_TRUE(e.has_value());
+    ASSERT_EQ(e->revision, *written[k].rbegin());
+    auto d = store.erase(k, e->revision);
+    ASSERT_TRUE(d.ok);
+    final_delete[k] = d.revision;
+  }
+  std::size_t skipped = 0;
+  for (auto& w : watchers) {
+    ASSERT_TRUE(poll_until(*w, [&](const TestWatch& t) {
+      for (const auto& k : keys) {
+        if (!t.saw(k, final_delete[k])) return false;
+      }
+      return true;
+    })) << (w->broken ? w->broken_message : "silent");
+    for (const auto& k : keys) {
+      Revision last = 0;
+      std::size_t puts = 0;
+      for (const auto& e : w->live()) {
+        if (e.key != k) continue;
+        EXPECT_GT(e.revision, last) << k << ": out of order";
+        last = e.revision;
+        if (e.kind == WatchEvent::Kind::put) {
+          EXPECT_EQ(written[k].count(e.revision), 1u) << k << "@" << e.revision << " never written";
+          ++puts;
+        } else {
+          EXPECT_EQ(e.revision, final_delete[k]);
+        }
+      }
+      EXPECT_EQ(last, final_delete[k]) << k << ": the latest state was not delivered last";
+      skipped += written[k].size() - puts;
+    }
+  }
+  RecordProperty("superseded_revisions_skipped", static_cast<int>(skipped));
+}
+
+TEST(NatsStore, AWatchThatOverflowsBreaksAfterDeliveringWhatItQueued) {
+  NatsStore store(options_for(unique_bucket()));
+  auto w = open_watch(store, "o.", /*max_pending=*/3);
+  ASSERT_TRUE(poll_until(*w, [](const TestWatch& t) { return t.caught_up(); }));
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(store.create("o.k" + std::to_string(i), "v").ok);
+  ASSERT_TRUE(eventually([&] { return store.stats().watches_broken >= 1; }, 10s));
+  std::vector<WatchEvent> events;
+  EXPECT_EQ(w->watch->poll(events, 100), 3u);
+  EXPECT_EQ(code_of([&] { w->watch->poll(events, 100); }), StoreErrc::watch_broken);
+  EXPECT_EQ(store.watcher_count(), 0u);
+}
+
+TEST(NatsStore, BreakWatchesBreaksEveryWatchAndTheStoreStaysUsable) {
+  NatsStore store(options_for(unique_bucket()));
+  auto w1 = open_watch(store, "");
+  auto w2 = open_watch(store, "a.");
+  EXPECT_EQ(store.watcher_count(), 2u);
+  store.break_watches("test");
+  EXPECT_FALSE(poll_until(
+      *w1, [](const TestWatch&) { return false; }, 2s));
+  EXPECT_TRUE(w1->broken);
+  EXPECT_THAT(w1->broken_message, HasSubstr("test"));
+  EXPECT_FALSE(poll_until(
+      *w2, [](const TestWatch&) { return false; }, 2s));
+  EXPECT_TRUE(w2->broken);
+  EXPECT_EQ(store.watcher_count(), 0u);
+  auto w3 = open_watch(store, "a.");
+  EXPECT_TRUE(poll_until(*w3, [](const TestWatch& t) { return t.caught_up(); }));
+  EXPECT_TRUE(store.create("a.x", "v").ok);
+}
+
+TEST(NatsStore, CloseFailsLaterCallsAndBreaksWatches) {
+  NatsStore store(options_for(unique_bucket()));
+  auto w = open_watch(store, "");
+  ASSERT_TRUE(poll_until(*w, [](const TestWatch& t) { return t.caught_up(); }));
+  store.close();
+  store.close();  // idempotent
+  EXPECT_FALSE(store.connected());
+  EXPECT_EQ(code_of([&] { store.get("k"); }), StoreErrc::closed);
+  EXPECT_EQ(code_of([&] { store.create("k", "v"); }), StoreErrc::closed);
+  EXPECT_EQ(code_of([&] { store.list(""); }), StoreErrc::closed);
+  EXPECT_EQ(code_of([&] { store.watch("", {}); }), StoreErrc::closed);
+  EXPECT_FALSE(poll_until(
+      *w, [](const TestWatch&) { return false; }, 2s));
+  EXPECT_TRUE(w->broken);
+}
+
+TEST(NatsStore, AWatchMayOutliveItsStore) {
+  std::unique_ptr<TestWatch> w;
+  {
+    NatsStore store(options_for(unique_bucket()));
+    w = open_watch(store, "");
+    ASSERT_TRUE(poll_until(*w, [](const TestWatch& t) { return t.caught_up(); }));
+  }
+  EXPECT_FALSE(poll_until(
+      *w, [](const TestWatch&) { return false; }, 2s));
+  EXPECT_TRUE(w->broken);
+  w.reset();  // destroying it after the store must be safe
+}
+
+TEST(NatsStore, InvalidMaxPendingIsRejected) {
+  NatsStore store(options_for(unique_bucket()));
+  WatchOptions o;
+  o.max_pending = 0;
+  EXPECT_EQ(code_of([&] { store.watch("", o); }), StoreErrc::invalid_argument);
+  o.max_pending = kMaxWatchPending + 1;
+  EXPECT_EQ(code_of([&] { store.watch("", o); }), StoreErrc::invalid_argument);
+}
+
+}  // namespace
+}  // namespace etlc::testing
