@@ -242,11 +242,10 @@ void Member::seed_slice() {
   try {
     options_.bulk->run_all(tasks);
   } catch (...) {
-    job.next -= 0;  // a failed slice is retried from the first split not yet known (below)
     for (std::size_t i = 0; i < batch.size(); ++i) {
       if (created[i] != 0) splits_.emplace(records[i].id, SplitView{records[i], created[i]});
     }
-    job.next = 0;  // restart the scan; known splits are skipped cheaply
+    job.next = 0;  // rescan from the start: known splits are skipped cheaply
     throw;
   }
   for (std::size_t i = 0; i < batch.size(); ++i) {
