@@ -1,0 +1,253 @@
+// Driver: the easy path. Give it a member (a Coordinator, or the config to build one) and a
+// SplitSource; it runs a lane per granted split on a bounded worker pool and answers every event
+// the member reports, so user code only implements SplitSource/Lane (etlc/split_source.hpp) and
+// a Planner (etlc/planner.hpp).
+//
+// What the Driver does with each event:
+//   SplitGranted      opens a lane (on a worker) resuming from the granted progress
+//   (commit interval) asks the lane for its durable progress and commits it through the fence
+//   end of split      commits the final progress as the split's completion
+//   poison            fail(): consumes a delivery attempt (quarantine at max_attempts)
+//   RevokeRequested   asks the lane to drain; commits its final progress, then release_drained();
+//                     a lane that declines is closed and decline_revoke() forces the release
+//   SplitLost         stops the lane at once (stop token, then close(lost)); never commits for
+//                     that tenancy again
+//   fenced commit     the same as SplitLost
+//   AllComplete       drains what is still open, shuts the member down, run() returns completed
+//   Stalled           fails (the default) or drains with a warning (DriverOptions::on_stall)
+//   Fatal             stops every lane at once, run() returns fatal
+// request_stop() (for SIGINT/SIGTERM) is a graceful shutdown: lanes drain and commit (bounded by
+// shutdown_timeout), then the member releases every split without consuming attempts.
+//
+// Threads: run() uses the calling thread for the member's events and `worker_threads` workers
+// for the lanes (each lane gets one bounded step per turn, round robin, so a pool as large as
+// max_in_flight never starves a lane). step() is a manual mode for tests: no threads, lanes run
+// inline on the caller's thread, time from the Clock you pass.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "etlc/clock.hpp"
+#include "etlc/config.hpp"
+#include "etlc/coordinator.hpp"
+#include "etlc/events.hpp"
+#include "etlc/planner.hpp"
+#include "etlc/split_source.hpp"
+#include "etlc/store.hpp"
+
+namespace etlc {
+
+// What the Driver needs from a member. Coordinator is adapted to it by CoordinatorAdapter; tests
+// script it. Every method has the meaning of the Coordinator method of the same name; all but
+// start() may be called from several threads at once (different splits).
+class CoordinatorApi {
+ public:
+  virtual ~CoordinatorApi() = default;
+
+  // Called once by Driver::run() before anything else (not by step()). May throw (the run then
+  // ends as fatal with the exception's message).
+  virtual void start() = 0;
+  virtual std::optional<Event> wait_event(std::chrono::milliseconds timeout) = 0;
+  virtual CommitResult commit(std::string_view split_id, const SplitProgress& progress) = 0;
+  virtual CommitResult complete(std::string_view split_id, const SplitProgress& progress) = 0;
+  virtual CommitResult fail(std::string_view split_id, std::string_view reason) = 0;
+  virtual CommitResult release_drained(std::string_view split_id) = 0;
+  virtual void decline_revoke(std::string_view split_id) = 0;
+  virtual void shutdown() = 0;
+  virtual void abandon() = 0;
+  virtual std::string instance_id() const = 0;
+  // The member's lane budget (sizes the worker pool by default).
+  virtual std::uint32_t max_in_flight() const = 0;
+};
+
+// A Coordinator as a CoordinatorApi. start() starts the coordinator's control thread unless
+// `start_coordinator` is false (the caller started it, or drives it in manual mode).
+class CoordinatorAdapter final : public CoordinatorApi {
+ public:
+  CoordinatorAdapter(std::shared_ptr<Coordinator> coordinator, std::uint32_t max_in_flight,
+                     bool start_coordinator = true);
+
+  void start() override;
+  std::optional<Event> wait_event(std::chrono::milliseconds timeout) override;
+  CommitResult commit(std::string_view split_id, const SplitProgress& progress) override;
+  CommitResult complete(std::string_view split_id, const SplitProgress& progress) override;
+  CommitResult fail(std::string_view split_id, std::string_view reason) override;
+  CommitResult release_drained(std::string_view split_id) override;
+  void decline_revoke(std::string_view split_id) override;
+  void shutdown() override;
+  void abandon() override;
+  std::string instance_id() const override;
+  std::uint32_t max_in_flight() const override { return max_in_flight_; }
+
+  Coordinator& coordinator() { return *coordinator_; }
+
+ private:
+  std::shared_ptr<Coordinator> coordinator_;
+  std::uint32_t max_in_flight_;
+  bool start_coordinator_;
+};
+
+enum class StallPolicy : std::uint8_t {
+  fail,                // a stalled job is an error: run() returns DriverExit::stalled
+  drain_with_warning,  // log a warning, shut down gracefully, DriverExit::stalled_drained
+};
+
+struct DriverOptions {
+  // How often each lane's durable progress is committed. Also bounds the replay after a crash
+  // or a forced revocation. 1 ms .. 1 h.
+  std::chrono::milliseconds commit_interval{1'000};
+  // Worker threads for the lanes; 0 = the member's max_in_flight. At most kMaxLanes.
+  std::uint32_t worker_threads = 0;
+  StallPolicy on_stall = StallPolicy::fail;
+  // Bound on the graceful part of a shutdown (lanes draining) before they are stopped; lanes
+  // still open then are closed without a final commit (their tail replays).
+  std::chrono::milliseconds shutdown_timeout{10'000};
+  // How long run() waits for an event before it checks stop requests and retries. 1 ms .. 1 s.
+  std::chrono::milliseconds poll_interval{50};
+  // Pause before retrying a commit, completion, failure or release the store could not take.
+  std::chrono::milliseconds retry_backoff{200};
+
+  // Throws ConfigError naming the broken rule.
+  void validate() const;
+};
+
+enum class DriverExit : std::uint8_t {
+  completed,        // AllComplete: every split of the final plan completed
+  stalled,          // Stalled under StallPolicy::fail
+  stalled_drained,  // Stalled under StallPolicy::drain_with_warning
+  stopped,          // request_stop()
+  fatal,            // the member reported Fatal, or start() threw
+  aborted,          // abort()
+};
+
+std::string_view to_string(DriverExit exit) noexcept;
+
+struct DriverResult {
+  DriverExit exit = DriverExit::completed;
+  std::string message;  // why, for the operator (empty for completed)
+  // The job ended as the caller wanted: completed, or stalled_drained.
+  bool ok() const noexcept {
+    return exit == DriverExit::completed || exit == DriverExit::stalled_drained;
+  }
+};
+
+// Counters of one Driver (monotonic except lanes_open).
+struct DriverStats {
+  std::uint64_t granted = 0;         // SplitGranted events acted on
+  std::uint64_t resumed = 0;         // ... of which resumed from a non-zero watermark
+  std::uint64_t completed = 0;       // splits this driver completed
+  std::uint64_t drained = 0;         // revocations answered with a drain and release
+  std::uint64_t declined = 0;        // revocations the lane declined
+  std::uint64_t lost = 0;            // lanes stopped because the split was lost or fenced
+  std::uint64_t failed = 0;          // splits failed as poison
+  std::uint64_t quarantined = 0;     // SplitQuarantined events seen
+  std::uint64_t commits = 0;         // durable progress commits (completions not included)
+  std::uint64_t commit_retries = 0;  // commits, completions, failures or releases retried
+  std::uint32_t lanes_open = 0;      // lanes currently open
+};
+
+class Driver {
+ public:
+  // Drives `member` with lanes from `source`. The clock drives the commit interval and retries.
+  // Throws ConfigError for invalid options or null arguments.
+  Driver(std::shared_ptr<CoordinatorApi> member, std::shared_ptr<SplitSource> source,
+         DriverOptions options = {}, const Clock& clock = SystemClock::instance());
+  // Builds the Coordinator (thread mode; it starts in run()). Throws what the Coordinator
+  // constructor throws. `metrics` may be null.
+  Driver(CoordinatorConfig config, std::shared_ptr<KvStore> store, std::shared_ptr<Planner> planner,
+         std::shared_ptr<SplitSource> source, DriverOptions options = {},
+         std::shared_ptr<MetricsRegistry> metrics = nullptr);
+  // Joins the worker threads. Destroying a Driver while run() is still going on another thread
+  // is a caller bug: request_stop() and wait for run() to return first.
+  ~Driver();
+
+  Driver(const Driver&) = delete;
+  Driver& operator=(const Driver&) = delete;
+
+  // Starts the member, runs until the job ends or a stop/abort, and returns why. Blocks. At most
+  // once; not with step().
+  DriverResult run();
+
+  // Manual mode: handles every pending event, gives each runnable lane one turn (a due commit or
+  // retry, then one step) on the caller's thread, and returns the result once the driver has
+  // finished (then every later call returns it again). Does not start the member.
+  std::optional<DriverResult> step();
+
+  // Graceful shutdown (see the top of this file). Thread-safe; only sets a flag, so it may be
+  // called from a signal handler.
+  void request_stop() noexcept;
+  // Crash (tests and demos): lanes stop at once with nothing committed, the member is abandoned
+  // (nothing released), run() returns aborted. Thread-safe; only sets a flag.
+  void abort() noexcept;
+
+  DriverStats stats() const;
+  std::string instance_id() const;
+  // The Coordinator this driver built or adapted, or null.
+  Coordinator* coordinator() const { return coordinator_; }
+
+ private:
+  struct Slot;
+  enum class Phase : std::uint8_t { running, stopping, done };
+  enum class Turn : std::uint8_t { again, later, closed };
+
+  std::optional<DriverResult> control(std::chrono::milliseconds wait);
+  void handle(Event event);
+  void on_granted(SplitGranted grant);
+  std::shared_ptr<Slot> newest_live_slot(const std::string& id);
+  void begin_stopping(DriverExit exit, std::string message);
+  void stop_all_lanes(bool abort_lanes);
+  void promote_due_locked();
+  void wake_locked(const std::shared_ptr<Slot>& slot);
+  Turn turn(Slot& slot);
+  void close_slot(Slot& slot, LaneEnd end);
+  void after_turn(const std::shared_ptr<Slot>& slot, Turn t);
+  void forget_durable(const std::string& id);
+  void worker_loop();
+  void stop_workers();
+  std::optional<DriverResult> finish_if_quiet();
+
+  std::shared_ptr<CoordinatorApi> api_;
+  std::shared_ptr<SplitSource> source_;
+  const DriverOptions options_;
+  const Clock& clock_;
+  Coordinator* coordinator_ = nullptr;
+  std::string instance_;
+
+  std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> abort_requested_{false};
+
+  // Control state (the control thread, or the step() caller).
+  Phase phase_ = Phase::running;
+  bool started_ = false;
+  std::optional<DriverResult> result_;
+  DriverResult pending_result_;
+  Clock::time_point stop_deadline_{};
+  bool lanes_forced_ = false;
+
+  mutable std::mutex mu_;  // guards everything below and every Slot's control flags
+  std::condition_variable work_cv_;
+  std::deque<std::shared_ptr<Slot>> ready_;
+  std::vector<std::shared_ptr<Slot>> delayed_;
+  std::map<std::string, std::vector<std::shared_ptr<Slot>>>
+      live_;                                           // id -> open slots, oldest first
+  std::map<std::string, SplitProgress> last_durable_;  // id -> last durable progress we wrote
+  std::size_t live_count_ = 0;
+  bool workers_stop_ = false;
+  std::vector<std::thread> workers_;
+  DriverStats stats_;
+  std::uint64_t next_serial_ = 0;
+};
+
+}  // namespace etlc

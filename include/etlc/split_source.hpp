@@ -1,0 +1,111 @@
+// SplitSource and Lane: the user code that processes granted splits, as the Driver runs it.
+//
+// A SplitSource opens one Lane per split this member is granted. A lane reads its split in
+// bounded steps and hands what it reads to the pipeline's sink; the Driver asks it for its
+// durable progress (what the sink has made durable, never more) on the commit interval and at
+// the end of the split, and commits that progress through the fence. A lane can be asked to
+// drain (the leader moved the split, or the process is shutting down): it stops intake at a safe
+// boundary, finishes the tail, and reports its final durable progress, or declines.
+//
+// The contract the Driver keeps, which is all a lane may rely on:
+//  * Every call on one Lane (step, durable_progress, drain, close) comes from one thread at a
+//    time, never concurrently; consecutive calls may come from different worker threads.
+//  * close() is called exactly once, last; the lane is destroyed right after.
+//  * After the split is lost (another member owns it now), the lane gets no call but close():
+//    what it wrote since its last commit will be replayed by the next owner.
+//  * A step in progress is never interrupted, but LaneContext::stop says when the lane should
+//    give up early (loss, crash or shutdown); a long step should check it.
+//
+// Delivery is at-least-once: a lane resumes from the last committed progress, so rows past it
+// that a previous owner had already written are written again. Sinks must tolerate replays.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+
+#include "etlc/split.hpp"
+
+namespace etlc {
+
+// Everything a lane needs to start: the split, its tenancy and where to resume.
+struct LaneContext {
+  SplitSpec spec;
+  // The split's ownership epoch for this tenancy: unique per (split, owner tenancy), growing.
+  // A sink that writes per-tenancy output (a file per epoch) names it with this.
+  std::uint64_t epoch = 0;
+  // The durable progress to resume from (watermark 0 and empty state for a fresh split).
+  SplitProgress resume;
+  // The member (instance id) that owns the split.
+  std::string instance_id;
+  // Requested when the lane must stop as soon as it can (loss, crash, shutdown deadline).
+  std::stop_token stop;
+};
+
+// What one bounded step did.
+struct StepResult {
+  enum class Status : std::uint8_t {
+    more,          // there is more to read: step again
+    end_of_split,  // everything was read and handed to the sink: the split is done
+    poison,        // the split cannot be processed (reason says why): consume an attempt
+  };
+  Status status = Status::more;
+  std::string reason;  // for poison: shown in logs and stored as the split's last error
+
+  static StepResult more() { return {Status::more, {}}; }
+  static StepResult end() { return {Status::end_of_split, {}}; }
+  static StepResult poisoned(std::string why) { return {Status::poison, std::move(why)}; }
+};
+
+// Why a lane ends (the argument of Lane::close).
+enum class LaneEnd : std::uint8_t {
+  completed,  // end of split, and the completion was committed
+  drained,    // drained and released to the next owner with its final progress committed
+  lost,       // the split was lost (fenced, revoked by force, session gone): discard, stop
+  failed,     // the lane reported poison (or threw) and the split was failed
+  shutdown,   // the member is shutting down; the split was released
+  aborted,    // the process is crashing (test and demo hook): nothing was committed or released
+};
+
+std::string_view to_string(LaneEnd end) noexcept;
+
+// One split being processed. See the contract at the top of this file.
+class Lane {
+ public:
+  virtual ~Lane() = default;
+
+  // Reads a bounded amount of the split (bounded in time and memory: the Driver commits and
+  // reacts to revocations only between steps) and hands it to the sink. Throwing counts as
+  // poison with the exception's message.
+  virtual StepResult step() = 0;
+
+  // The progress the sink has made durable: everything at or below it survives a crash of this
+  // process. A lane whose sink flushes on demand flushes (and fsyncs) here. Must never go below
+  // the resume progress or a previous answer. Throwing counts as poison.
+  virtual SplitProgress durable_progress() = 0;
+
+  // Asked to give the split up: stop intake at a safe boundary, make the tail durable and return
+  // the final durable progress, or return nullopt to decline (the release is then forced and the
+  // uncommitted tail is replayed by the next owner). The default stops between two steps, which
+  // is a safe boundary for a lane that hands records over synchronously.
+  virtual std::optional<SplitProgress> drain() { return durable_progress(); }
+
+  // Called once, last. `end` says why; after `lost` or `aborted` nothing more will be committed
+  // for this tenancy, so the lane may drop buffered output.
+  virtual void close(LaneEnd end) { (void)end; }
+};
+
+// Opens lanes. One per Driver, shared by its worker threads.
+class SplitSource {
+ public:
+  virtual ~SplitSource() = default;
+
+  // Opens a lane for a granted split. Called from worker threads, possibly concurrently for
+  // different splits (never twice at once for the same split). Throwing counts as poison: the
+  // split is failed with the exception's message.
+  virtual std::unique_ptr<Lane> open(const LaneContext& context) = 0;
+};
+
+}  // namespace etlc

@@ -1,0 +1,271 @@
+// Test doubles for the Driver: a scripted member (CoordinatorApi) whose events the test pushes
+// and whose answers the test chooses, and a scripted source whose lanes record every call.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "etlc/driver.hpp"
+#include "etlc/split_source.hpp"
+
+namespace etlc::testing {
+
+// One call the driver made on the member.
+struct MemberCall {
+  std::string op;  // commit, complete, fail, release_drained, decline_revoke, shutdown, ...
+  std::string id;
+  SplitProgress progress;
+  std::string reason;
+};
+
+class ScriptedMember : public CoordinatorApi {
+ public:
+  using Answer = std::function<CommitResult(const MemberCall&)>;
+
+  explicit ScriptedMember(std::uint32_t max_in_flight = 4) : max_in_flight_(max_in_flight) {}
+
+  void push(Event e) {
+    {
+      std::lock_guard lk(mu_);
+      events_.push_back(std::move(e));
+    }
+    cv_.notify_all();
+  }
+  // Chooses the answer to commit/complete/fail/release_drained (default: durable).
+  void set_answer(Answer a) {
+    std::lock_guard lk(mu_);
+    answer_ = std::move(a);
+  }
+  std::vector<MemberCall> calls() const {
+    std::lock_guard lk(mu_);
+    return calls_;
+  }
+  std::vector<MemberCall> calls(const std::string& op) const {
+    std::vector<MemberCall> out;
+    for (auto& c : calls()) {
+      if (c.op == op) out.push_back(c);
+    }
+    return out;
+  }
+  std::vector<std::string> ops() const {
+    std::vector<std::string> out;
+    for (auto& c : calls()) out.push_back(c.op);
+    return out;
+  }
+  bool started() const { return started_; }
+
+  // CoordinatorApi
+  void start() override { started_ = true; }
+  std::optional<Event> wait_event(std::chrono::milliseconds timeout) override {
+    std::unique_lock lk(mu_);
+    cv_.wait_for(lk, timeout, [&] { return !events_.empty(); });
+    if (events_.empty()) return std::nullopt;
+    Event e = std::move(events_.front());
+    events_.pop_front();
+    return e;
+  }
+  CommitResult commit(std::string_view id, const SplitProgress& p) override {
+    return record({"commit", std::string(id), p, {}});
+  }
+  CommitResult complete(std::string_view id, const SplitProgress& p) override {
+    return record({"complete", std::string(id), p, {}});
+  }
+  CommitResult fail(std::string_view id, std::string_view reason) override {
+    return record({"fail", std::string(id), {}, std::string(reason)});
+  }
+  CommitResult release_drained(std::string_view id) override {
+    return record({"release_drained", std::string(id), {}, {}});
+  }
+  void decline_revoke(std::string_view id) override {
+    record({"decline_revoke", std::string(id), {}, {}});
+  }
+  void shutdown() override { record({"shutdown", {}, {}, {}}); }
+  void abandon() override { record({"abandon", {}, {}, {}}); }
+  std::string instance_id() const override { return "scripted-member"; }
+  std::uint32_t max_in_flight() const override { return max_in_flight_; }
+
+ private:
+  CommitResult record(MemberCall c) {
+    Answer a;
+    {
+      std::lock_guard lk(mu_);
+      calls_.push_back(c);
+      a = answer_;
+    }
+    if (a && c.op != "decline_revoke" && c.op != "shutdown" && c.op != "abandon") return a(c);
+    return {CommitStatus::durable, {}};
+  }
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Event> events_;
+  std::vector<MemberCall> calls_;
+  Answer answer_;
+  std::atomic<bool> started_{false};
+  std::uint32_t max_in_flight_;
+};
+
+// How a scripted lane behaves. Its split has `records` records; each step hands one over; the
+// sink is "durable" up to what was handed over (watermark = records handed over, counted from
+// the resume point).
+struct LaneScript {
+  std::uint64_t records = 5;
+  std::optional<std::uint64_t> poison_at;  // step() reports poison when at this watermark
+  std::optional<std::uint64_t> throw_at;   // step() throws when at this watermark
+  bool throw_on_open = false;
+  bool decline_drain = false;
+  // Runs inside each step (threaded tests slow steps down to measure concurrency).
+  std::function<void()> in_step;
+
+  LaneScript& poison(std::uint64_t at) {
+    poison_at = at;
+    return *this;
+  }
+  LaneScript& throwing(std::uint64_t at) {
+    throw_at = at;
+    return *this;
+  }
+  LaneScript& unopenable() {
+    throw_on_open = true;
+    return *this;
+  }
+  LaneScript& declining() {
+    decline_drain = true;
+    return *this;
+  }
+  LaneScript& slow(std::chrono::milliseconds per_step) {
+    in_step = [per_step] { std::this_thread::sleep_for(per_step); };
+    return *this;
+  }
+};
+
+inline LaneScript lane(std::uint64_t records) {
+  LaneScript s;
+  s.records = records;
+  return s;
+}
+
+class ScriptedSource final : public SplitSource {
+ public:
+  // Every call of every lane, in order: "open s1@5", "step s1", "durable s1", "drain s1",
+  // "close s1 completed".
+  std::vector<std::string> journal() const {
+    std::lock_guard lk(mu_);
+    return journal_;
+  }
+  std::size_t count(const std::string& prefix) const {
+    auto j = journal();
+    return static_cast<std::size_t>(std::count_if(
+        j.begin(), j.end(), [&](const std::string& s) { return s.rfind(prefix, 0) == 0; }));
+  }
+  std::vector<LaneContext> opened() const {
+    std::lock_guard lk(mu_);
+    return opened_;
+  }
+  // The stop token of the last lane opened for `id`.
+  std::stop_token stop_of(const std::string& id) const {
+    std::lock_guard lk(mu_);
+    return stops_.at(id);
+  }
+  void script(const std::string& id, LaneScript s) {
+    std::lock_guard lk(mu_);
+    scripts_[id] = std::move(s);
+  }
+  int max_concurrent_steps() const { return max_concurrent_; }
+
+  std::unique_ptr<Lane> open(const LaneContext& ctx) override;
+
+  void log(std::string line) {
+    std::lock_guard lk(mu_);
+    journal_.push_back(std::move(line));
+  }
+  void enter_step() {
+    int now = ++concurrent_;
+    int seen = max_concurrent_.load();
+    while (now > seen && !max_concurrent_.compare_exchange_weak(seen, now)) {
+    }
+  }
+  void leave_step() { --concurrent_; }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> journal_;
+  std::vector<LaneContext> opened_;
+  std::map<std::string, std::stop_token> stops_;
+  std::map<std::string, LaneScript> scripts_;
+  std::atomic<int> concurrent_{0};
+  std::atomic<int> max_concurrent_{0};
+};
+
+class ScriptedLane final : public Lane {
+ public:
+  ScriptedLane(ScriptedSource& src, LaneContext ctx, LaneScript script)
+      : src_(src), ctx_(std::move(ctx)), script_(std::move(script)), pos_(ctx_.resume.watermark) {}
+
+  StepResult step() override {
+    src_.log("step " + ctx_.spec.id);
+    src_.enter_step();
+    struct Leave {
+      ScriptedSource& s;
+      ~Leave() { s.leave_step(); }
+    } leave{src_};
+    if (script_.in_step) script_.in_step();
+    if (script_.throw_at && pos_ == *script_.throw_at) throw std::runtime_error("boom");
+    if (script_.poison_at && pos_ == *script_.poison_at) {
+      return StepResult::poisoned("bad record at " + std::to_string(pos_));
+    }
+    if (pos_ < script_.records) ++pos_;
+    return pos_ >= script_.records ? StepResult::end() : StepResult::more();
+  }
+  SplitProgress durable_progress() override {
+    src_.log("durable " + ctx_.spec.id);
+    return SplitProgress{pos_, "state@" + std::to_string(pos_)};
+  }
+  std::optional<SplitProgress> drain() override {
+    src_.log("drain " + ctx_.spec.id);
+    if (script_.decline_drain) return std::nullopt;
+    return SplitProgress{pos_, "state@" + std::to_string(pos_)};
+  }
+  void close(LaneEnd end) override {
+    src_.log("close " + ctx_.spec.id + " " + std::string(to_string(end)));
+  }
+
+ private:
+  ScriptedSource& src_;
+  LaneContext ctx_;
+  LaneScript script_;
+  std::uint64_t pos_;
+};
+
+inline std::unique_ptr<Lane> ScriptedSource::open(const LaneContext& ctx) {
+  LaneScript script;
+  {
+    std::lock_guard lk(mu_);
+    journal_.push_back("open " + ctx.spec.id + "@" + std::to_string(ctx.resume.watermark));
+    opened_.push_back(ctx);
+    stops_[ctx.spec.id] = ctx.stop;
+    if (auto it = scripts_.find(ctx.spec.id); it != scripts_.end()) script = it->second;
+  }
+  if (script.throw_on_open) throw std::runtime_error("cannot open " + ctx.spec.id);
+  return std::make_unique<ScriptedLane>(*this, ctx, script);
+}
+
+inline SplitGranted grant(const std::string& id, std::uint64_t epoch = 1,
+                          std::uint64_t watermark = 0) {
+  return SplitGranted{
+      SplitSpec{id, "descriptor of " + id, 1}, epoch,
+      SplitProgress{watermark, watermark ? "state@" + std::to_string(watermark) : std::string()}};
+}
+
+}  // namespace etlc::testing
