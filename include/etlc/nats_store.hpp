@@ -6,8 +6,9 @@
 //
 // Mapping of the six primitives (see etlc/store.hpp):
 //  * create  publishes the value with "Nats-Expected-Last-Subject-Sequence: 0"; if the key's last
-//            message is a delete marker, it re-publishes guarded by that marker's revision. A key
-//            that is live is a conflict (WriteResult::ok == false), never an exception.
+//            message is a delete marker, it re-publishes guarded by that marker's revision (read
+//            from the stream leader unless the store already knows the marker). A key that is
+//            live is a conflict (WriteResult::ok == false), never an exception.
 //  * update  publishes with the expected revision as the expected last subject sequence. The
 //            server accepts a sequence that names a delete marker, so unless the store already
 //            knows `expected` to be a live value's revision (it remembers the revisions it handed

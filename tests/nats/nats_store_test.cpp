@@ -173,6 +173,27 @@ TEST(NatsStore, AColdStoreGuardsOnceThenTrustsRevisionsItHandedOut) {
   EXPECT_EQ(a.get("k")->value, "v3");
 }
 
+TEST(NatsStore, CreateOverADeleteMarkerItKnowsNeedsNoRead) {
+  NatsStoreOptions o = options_for(unique_bucket());
+  o.probe_on_open = false;
+  NatsStore store(o);
+  auto r1 = store.create("k", "v1");
+  ASSERT_TRUE(r1.ok);
+  auto del = store.erase("k", r1.revision);
+  ASSERT_TRUE(del.ok);
+  auto reads = store.stats().guard_reads;
+  auto again = store.create("k", "v2");  // publish (loses to the marker), re-publish over it
+  ASSERT_TRUE(again.ok);
+  EXPECT_GT(again.revision, del.revision);
+  EXPECT_EQ(store.stats().guard_reads, reads);
+  // A store that never saw the marker reads it first, then wins the same way.
+  NatsStore cold(o);
+  ASSERT_TRUE(store.erase("k", again.revision).ok);
+  auto cold_reads = cold.stats().guard_reads;
+  EXPECT_TRUE(cold.create("k", "v3").ok);
+  EXPECT_EQ(cold.stats().guard_reads, cold_reads + 1);
+}
+
 TEST(NatsStore, ALosingCreateReportsTheLiveRevision) {
   NatsStore store(options_for(unique_bucket()));
   auto r1 = store.create("k", "v1");

@@ -19,6 +19,7 @@ namespace etlc::nats_detail {
 namespace {
 
 constexpr std::size_t kLiveRevisionCapacity = std::size_t{1} << 17;
+constexpr std::size_t kDeleteMarkerCapacity = std::size_t{1} << 14;
 // The stream's per-message limit counts headers as well as the value; our headers (expected
 // sequence, KV-Operation) are far below this.
 constexpr std::int32_t kHeaderAllowanceBytes = 4096;
@@ -80,7 +81,8 @@ Core::Core(NatsStoreOptions options)
       stream_("KV_" + bucket_),
       subject_prefix_("$KV." + bucket_ + "."),
       redactor_(secrets_of(options_)),
-      live_revisions_(kLiveRevisionCapacity) {}
+      live_revisions_(kLiveRevisionCapacity),
+      delete_markers_(kDeleteMarkerCapacity) {}
 
 Core::~Core() {
   close();
@@ -431,6 +433,7 @@ LastMessage Core::read_last(std::string_view key, std::string_view what) {
   if (natsMsgHeader_Get(msg.get(), kOperationHeader.data(), &op) == NATS_OK && op != nullptr) {
     out.tombstone = std::strcmp(op, "DEL") == 0 || std::strcmp(op, "PURGE") == 0;
   }
+  if (out.tombstone) delete_markers_.insert(out.revision);
   if (!out.tombstone) {
     const char* data = natsMsg_GetData(msg.get());
     int len = natsMsg_GetDataLength(msg.get());

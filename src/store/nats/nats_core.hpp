@@ -91,6 +91,9 @@ class Core : public std::enable_shared_from_this<Core> {
                     bool erase_marker, std::string_view what);
 
   RevisionSet& live_revisions() { return live_revisions_; }
+  // Revisions known to be delete markers (from erase results, reads and watches), so create can
+  // re-try over a marker without reading it first.
+  RevisionSet& delete_markers() { return delete_markers_; }
   void count_guard_read() { guard_reads_.fetch_add(1, std::memory_order_relaxed); }
   void count_broken_watch() { watches_broken_.fetch_add(1, std::memory_order_relaxed); }
 
@@ -134,6 +137,7 @@ class Core : public std::enable_shared_from_this<Core> {
   mutable std::mutex close_mu_;
 
   RevisionSet live_revisions_;
+  RevisionSet delete_markers_;
   std::atomic<std::uint64_t> guard_reads_{0};
   std::atomic<std::uint64_t> watches_broken_{0};
 

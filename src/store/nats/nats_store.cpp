@@ -67,6 +67,11 @@ WriteResult NatsStore::create(std::string_view key, std::string_view value) {
     if (p.last_revision != 0 && core_->live_revisions().contains(p.last_revision)) {
       return WriteResult{false, p.last_revision};
     }
+    if (p.last_revision != 0 && p.last_revision != expected &&
+        core_->delete_markers().contains(p.last_revision)) {
+      expected = p.last_revision;  // a known delete marker: re-try over it without a read
+      continue;
+    }
     core_->count_guard_read();
     LastMessage last = core_->read_last(key, what);
     if (last.live()) return WriteResult{false, last.revision};
@@ -113,7 +118,10 @@ WriteResult NatsStore::erase(std::string_view key, Revision expected) {
     }
   }
   Published p = core_->publish(key, {}, expected, true, what);
-  if (p.ok) return WriteResult{true, p.revision};
+  if (p.ok) {
+    core_->delete_markers().insert(p.revision);
+    return WriteResult{true, p.revision};
+  }
   bool known = p.last_revision != 0 && core_->live_revisions().contains(p.last_revision);
   return WriteResult{false, known ? p.last_revision : 0};
 }

@@ -97,7 +97,11 @@ void WatchState::on_entry(kvEntry* e) {
   std::string key = key_c == nullptr ? std::string() : std::string(key_c);
   std::uint64_t revision = kvEntry_Revision(e);
   if (key.size() < prefix_.size() || key.compare(0, prefix_.size(), prefix_) != 0) return;
-  if (op == kvOp_Put) core_->live_revisions().insert(revision);
+  if (op == kvOp_Put) {
+    core_->live_revisions().insert(revision);
+  } else if (is_delete(op)) {
+    core_->delete_markers().insert(revision);
+  }
   bool notify = false;
   {
     std::lock_guard lock(mu_);
