@@ -40,6 +40,9 @@ const char* kind_name(core::ClaimKind k) {
 }  // namespace
 
 void Member::reconcile(TimePoint now) {
+  // A retry deadline that has passed gates nothing, but step() wakes up for every deadline it
+  // keeps: drop passed ones (e.g. of a split no longer assigned) or an idle member spins.
+  std::erase_if(claim_retry_at_, [&](const auto& kv) { return kv.second <= now; });
   if (!w_assigns_.caught_up || !w_leases_.caught_up || !w_members_.caught_up || !w_job_.caught_up)
     return;
   std::optional<std::vector<std::string>> assigned;
