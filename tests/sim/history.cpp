@@ -1,0 +1,491 @@
+#include "history.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/keys.hpp"
+
+namespace etlc::sim {
+
+namespace {
+
+std::string who(const Writer& w) {
+  return fmt::format("{} (nonce {}, #{})", w.instance, w.nonce, w.inc);
+}
+
+std::string owner_of(const core::SplitRecord& r) {
+  return r.owner ? fmt::format("{} (nonce {})", *r.owner, r.owner_nonce.value_or("?")) : "nobody";
+}
+
+std::string describe(const core::SplitRecord& r) {
+  return fmt::format("epoch {} {} owner {} attempts {} watermark {}", r.epoch,
+                     core::to_string(r.status), owner_of(r), r.attempts, r.progress.watermark);
+}
+
+}  // namespace
+
+History::History(const RunParams& params, const VirtualTime& time, Trace& trace,
+                 const FleetView& fleet)
+    : params_(params), time_(time), trace_(trace), fleet_(fleet) {
+  for (std::size_t i = 0; i < params_.records.size(); ++i) {
+    SplitTruth t;
+    t.index = i;
+    t.emitted.assign(params_.records[i], 0);
+    splits_.emplace(split_id(i), std::move(t));
+  }
+}
+
+std::string History::split_id(std::size_t index) {
+  return fmt::format("s{:04}", index);
+}
+
+std::size_t History::split_index(std::string_view id) const {
+  auto it = splits_.find(std::string(id));
+  return it == splits_.end() ? std::string::npos : it->second.index;
+}
+
+void History::fail(int invariant, std::string message) {
+  ++violations_;
+  trace_.add(time_.now(), TraceKind::note, -1, fmt::format("VIOLATION {}: {}", invariant, message));
+  if (!violation_) violation_ = Violation{invariant, std::move(message), time_.now()};
+}
+
+bool History::session_live(const std::string& instance, const std::string& nonce) const {
+  auto it = members_.find(instance);
+  return it != members_.end() && it->second.rec.nonce == nonce;
+}
+
+void History::record_version(std::string_view key, bool live, std::string_view value,
+                             Revision rev) {
+  auto& q = versions_[std::string(key)];
+  const VirtualNs now = time_.now();
+  q.push_back(Version{now, live, std::string(value), rev});
+  // Keep the newest version older than the stale window (the value at its start) and all newer.
+  while (q.size() > 1 && q[1].at <= now - kMaxStaleNs) q.pop_front();
+}
+
+std::optional<Entry> History::value_at(std::string_view key, VirtualNs t) const {
+  auto it = versions_.find(std::string(key));
+  if (it == versions_.end()) return std::nullopt;
+  const Version* found = nullptr;
+  for (const Version& v : it->second) {
+    if (v.at > t) break;
+    found = &v;
+  }
+  if (found == nullptr || !found->live) return std::nullopt;
+  return Entry{std::string(key), found->value, found->rev};
+}
+
+void History::on_write(OpKind kind, std::string_view key, std::string_view value,
+                       const WriteResult& r, const Writer& w) {
+  trace_.add(time_.now(), TraceKind::write, w.inc, key,
+             r.ok ? static_cast<std::int64_t>(r.revision) : 0, static_cast<std::int64_t>(kind));
+  if (!r.ok) return;
+  ++stats_.writes;
+  const bool erase = kind == OpKind::erase;
+  record_version(key, !erase, value, r.revision);
+  call_writes_[w.call].emplace_back(key);
+  try {
+    if (auto id = core::id_from_key(key, core::kSplitPrefix)) {
+      check_split_write(kind, *id, value, r.revision, w);
+    } else if (auto mid = core::id_from_key(key, core::kMemberPrefix)) {
+      check_member_write(kind, *mid, value, r.revision, w);
+    } else if (auto lid = core::id_from_key(key, core::kLeasePrefix)) {
+      if (erase) {
+        leases_.erase(*lid);
+      } else {
+        core::LeaseRecord l = core::decode_lease(key, value);
+        if (l.owner != w.instance || l.nonce != w.nonce) {
+          fail(2, fmt::format("lease.{} written by {} names {} (nonce {})", *lid, who(w), l.owner,
+                              l.nonce));
+        }
+        leases_[*lid] = std::move(l);
+      }
+    } else if (auto aid = core::id_from_key(key, core::kAssignPrefix)) {
+      ++assign_writes_;
+      if (erase) {
+        assigns_.erase(*aid);
+      } else {
+        assigns_[*aid] = core::decode_assignment(key, value);
+      }
+    } else if (key == core::kPlanKey) {
+      if (erase) {
+        fail(4, "the plan record was deleted");
+        plan_.reset();
+      } else {
+        check_plan_write(value);
+      }
+    } else if (key == core::kLeaderKey) {
+      if (erase) {
+        leader_.reset();
+      } else {
+        leader_ = core::decode_leader(key, value);
+        if (leader_->owner != w.instance || leader_->nonce != w.nonce) {
+          fail(2, fmt::format("job.leader written by {} names {} (nonce {})", who(w),
+                              leader_->owner, leader_->nonce));
+        }
+      }
+    } else if (auto sid = core::id_from_key(key, core::kSpecPrefix)) {
+      if (erase) {
+        fail(1, fmt::format("spec.{} deleted", *sid));
+      } else {
+        const core::SpecRecord spec = core::decode_spec(key, value);
+        const std::size_t idx = split_index(*sid);
+        if (idx == std::string::npos || spec.spec.weight != params_.records[idx] ||
+            spec.spec.descriptor != std::to_string(params_.records[idx])) {
+          fail(1, fmt::format("spec.{} does not match the planned split", *sid));
+        }
+      }
+    }
+  } catch (const core::RecordError& e) {
+    fail(2, fmt::format("{} wrote an unreadable record at {}: {}", who(w), key, e.what()));
+  }
+}
+
+void History::check_split_write(OpKind kind, const std::string& id, std::string_view value,
+                                Revision rev, const Writer& w) {
+  auto it = splits_.find(id);
+  if (it == splits_.end()) {
+    fail(2, fmt::format("split.{} written by {} was never planned", id, who(w)));
+    return;
+  }
+  SplitTruth& t = it->second;
+  if (auto f = fenced_calls_.find(w.call);
+      f != fenced_calls_.end() && std::count(f->second.begin(), f->second.end(), id)) {
+    fail(2, fmt::format("a write of split.{} sent by {} in call {} landed, but that call was told "
+                        "'fenced' (a fenced member must write nothing)",
+                        id, who(w), w.call));
+  }
+  const std::string key = core::split_key(id);
+  if (kind == OpKind::erase) {
+    fail(1, fmt::format("split.{} was deleted by {}", id, who(w)));
+    t.exists = false;
+    return;
+  }
+  core::SplitRecord next = core::decode_split(key, value);
+  if (kind == OpKind::create) {
+    if (t.exists) {
+      fail(1, fmt::format("split.{} created again by {}", id, who(w)));
+    }
+    if (next.epoch != 0 || next.owner || next.status != core::SplitStatus::runnable ||
+        next.attempts != 0 || next.progress.watermark != 0) {
+      fail(1, fmt::format("split.{} seeded by {} with a non-initial record: {}", id, who(w),
+                          describe(next)));
+    }
+    t.exists = true;
+    t.rec = std::move(next);
+    t.rev = rev;
+    return;
+  }
+  if (!t.exists) {
+    fail(2, fmt::format("split.{} updated by {} before it was seeded", id, who(w)));
+    return;
+  }
+  const core::SplitRecord old = t.rec;
+  check_split_update(t, old, next, w);
+  t.rec = std::move(next);
+  t.rev = rev;
+}
+
+void History::check_split_update(SplitTruth& t, const core::SplitRecord& old,
+                                 const core::SplitRecord& next, const Writer& w) {
+  const std::string& id = next.id;
+  const auto transition = [&] { return fmt::format("{}  ->  {}", describe(old), describe(next)); };
+  // Invariant 1: no regression of progress, epoch or a terminal status.
+  if (next.progress.watermark < old.progress.watermark) {
+    fail(1, fmt::format("durable progress of split {} regressed ({} -> {}) by a write of {}: {}",
+                        id, old.progress.watermark, next.progress.watermark, who(w), transition()));
+  }
+  if (next.epoch < old.epoch) {
+    fail(1,
+         fmt::format("epoch of split {} went back by a write of {}: {}", id, who(w), transition()));
+  }
+  if (old.status != core::SplitStatus::runnable) {
+    fail(1, fmt::format("terminal split {} was rewritten by {}: {}", id, who(w), transition()));
+  }
+  check_covered(t, next, "commit");
+
+  const bool writer_owns =
+      old.owner && *old.owner == w.instance && old.owner_nonce && *old.owner_nonce == w.nonce;
+  const bool prev_owner_live =
+      old.owner && old.owner_nonce && session_live(*old.owner, *old.owner_nonce);
+
+  if (next.epoch == old.epoch + 1) {
+    // A claim: names the claimer, moves nothing else; an attempt is consumed exactly when the
+    // previous tenancy ended without a release, and then the previous owner must really be gone.
+    if (next.owner != w.instance || next.owner_nonce != w.nonce ||
+        next.status != core::SplitStatus::runnable || next.progress != old.progress) {
+      fail(2, fmt::format("malformed claim of split {} by {}: {}", id, who(w), transition()));
+    }
+    const std::uint32_t want = old.owner ? old.attempts + 1 : old.attempts;
+    if (next.attempts != want) {
+      fail(4, fmt::format("claim of split {} by {} set attempts {} (expected {}): {}", id, who(w),
+                          next.attempts, want, transition()));
+    }
+    if (old.owner) {
+      ++t.nongraceful;
+      if (prev_owner_live) {
+        fail(4, fmt::format("claim of split {} by {} consumed an attempt while the previous "
+                            "owner's session is live (no non-graceful end happened): {}",
+                            id, who(w), transition()));
+      }
+      if (*old.owner == w.instance) {
+        ++stats_.claims_reclaim;
+      } else {
+        ++stats_.claims_takeover;
+      }
+    } else if (old.epoch == 0) {
+      ++stats_.claims_fresh;
+    } else {
+      ++stats_.claims_released;
+    }
+    auto l = leases_.find(id);
+    if (l == leases_.end() || l->second.owner != w.instance || l->second.nonce != w.nonce) {
+      ++stats_.claims_without_lease;
+    }
+    return;
+  }
+  if (next.epoch != old.epoch) {
+    fail(2, fmt::format("write of split {} by {} moved the epoch by more than a claim: {}", id,
+                        who(w), transition()));
+    return;
+  }
+  if (writer_owns) {
+    const bool same_attempts = next.attempts == old.attempts;
+    const bool one_more = next.attempts == old.attempts + 1;
+    switch (next.status) {
+      case core::SplitStatus::runnable:
+        if (next.owner == old.owner && next.owner_nonce == old.owner_nonce) {
+          if (!same_attempts)
+            fail(4, fmt::format("commit of {} changed attempts: {}", id, transition()));
+          ++stats_.commits;
+        } else if (!next.owner && !next.owner_nonce && same_attempts) {
+          ++stats_.releases;
+        } else if (!next.owner && !next.owner_nonce && one_more) {
+          ++stats_.fails;
+          ++t.nongraceful;
+        } else {
+          fail(2, fmt::format("owner write of split {} by {} is neither a commit, a release nor a "
+                              "fail: {}",
+                              id, who(w), transition()));
+        }
+        return;
+      case core::SplitStatus::completed:
+        if (next.owner || !same_attempts) {
+          fail(2,
+               fmt::format("malformed completion of split {} by {}: {}", id, who(w), transition()));
+        }
+        if (next.progress.watermark != params_.records[t.index]) {
+          fail(3, fmt::format("split {} completed at watermark {} but has {} records", id,
+                              next.progress.watermark, params_.records[t.index]));
+        }
+        ++stats_.completes;
+        return;
+      case core::SplitStatus::quarantined:
+        ++t.nongraceful;
+        ++stats_.quarantines;
+        ++stats_.fails;
+        if (next.owner || !one_more || next.attempts < params_.max_attempts ||
+            t.nongraceful < params_.max_attempts) {
+          fail(4, fmt::format("split {} quarantined by its owner {} after {} non-graceful ends "
+                              "(max_attempts {}): {}",
+                              id, who(w), t.nongraceful, params_.max_attempts, transition()));
+        }
+        return;
+    }
+    return;
+  }
+  // Not the owner, same epoch: only the claim-time quarantine of a dead owner's split.
+  if (next.status == core::SplitStatus::quarantined && old.owner && !next.owner &&
+      next.progress == old.progress) {
+    ++t.nongraceful;
+    ++stats_.quarantines;
+    if (prev_owner_live) {
+      fail(4, fmt::format("split {} quarantined by {} while its owner's session is live: {}", id,
+                          who(w), transition()));
+    }
+    if (next.attempts != old.attempts + 1 || next.attempts < params_.max_attempts ||
+        t.nongraceful < params_.max_attempts) {
+      fail(4, fmt::format("split {} quarantined by {} after {} non-graceful ends (max_attempts "
+                          "{}): {}",
+                          id, who(w), t.nongraceful, params_.max_attempts, transition()));
+    }
+    return;
+  }
+  fail(2, fmt::format("write of split {} by {}, which does not own its current epoch {} (owner "
+                      "{}): {}",
+                      id, who(w), old.epoch, owner_of(old), transition()));
+}
+
+void History::check_covered(const SplitTruth& t, const core::SplitRecord& rec, const char* what) {
+  const std::uint64_t wm = rec.progress.watermark;
+  if (wm > t.emitted.size()) {
+    fail(3, fmt::format("{} of split {} at watermark {} beyond its {} records", what, rec.id, wm,
+                        t.emitted.size()));
+    return;
+  }
+  for (std::uint64_t i = 0; i < wm; ++i) {
+    if (t.emitted[i] == 0) {
+      fail(3, fmt::format("{} of split {} at watermark {} covers record {}, which no lane "
+                          "emitted (lost)",
+                          what, rec.id, wm, i));
+      return;
+    }
+  }
+}
+
+void History::check_member_write(OpKind kind, const std::string& id, std::string_view value,
+                                 Revision rev, const Writer& w) {
+  const VirtualNs now = time_.now();
+  if (kind != OpKind::erase) {
+    core::MemberRecord rec = core::decode_member(core::member_key(id), value);
+    if (id != w.instance || rec.nonce != w.nonce) {
+      fail(2, fmt::format("member.{} written by {} with nonce {}", id, who(w), rec.nonce));
+    }
+    MemberTruth& m = members_[id];
+    m.rec = std::move(rec);
+    m.rev = rev;
+    m.written_at = now;
+    m.writer_inc = w.inc;
+    return;
+  }
+  auto it = members_.find(id);
+  if (it == members_.end()) return;
+  const MemberTruth m = it->second;
+  members_.erase(it);
+  if (id == w.instance) return;  // the member's own shutdown
+  ++stats_.expiries;
+  // Invariant 6: the session's renewals must really have stopped for a lease, on its own clock.
+  const SimClock* clock = fleet_.clock_of(m.writer_inc);
+  if (clock == nullptr) return;
+  const double skew = static_cast<double>(params_.faults.skew_ppm) / 1e6;
+  const double elapsed = static_cast<double>(clock->local_at(now) - clock->local_at(m.written_at));
+  const double lease = static_cast<double>(m.rec.lease_ms) * 1e6;
+  const double need = lease * (1 - skew) / (1 + skew) - 1e3;  // 1 us of rounding slack
+  if (elapsed < need) {
+    fail(6, fmt::format("session of {} (nonce {}) expired by {} only {:.3f} ms (on its own "
+                        "clock) after its last renewal landed; the lease is {} ms (false "
+                        "suspicion)",
+                        id, m.rec.nonce, who(w), elapsed / 1e6, m.rec.lease_ms));
+  }
+  // Self-fencing precedes expiry: a member that kept running must have stopped its lanes.
+  if (fleet_.running_since(m.writer_inc, m.written_at) && fleet_.held_count(m.writer_inc) > 0) {
+    fail(6, fmt::format("session of {} (nonce {}) expired by {} while that member, running all "
+                        "along, still held {} splits (it should have stopped its lanes first)",
+                        id, m.rec.nonce, who(w), fleet_.held_count(m.writer_inc)));
+  }
+}
+
+void History::check_plan_write(std::string_view value) {
+  core::PlanRecord next = core::decode_plan(core::kPlanKey, value);
+  if (next.term < max_plan_term_) {
+    fail(2, fmt::format("plan term went back from {} to {} (the leader fence)", max_plan_term_,
+                        next.term));
+  }
+  max_plan_term_ = std::max(max_plan_term_, next.term);
+  plan_ = std::move(next);
+  check_verdict(*plan_, "the plan record");
+}
+
+void History::check_verdict(const core::PlanRecord& plan, const char* source) {
+  std::uint64_t completed = 0, quarantined = 0, seeded = 0;
+  for (const auto& [id, t] : splits_) {
+    if (!t.exists) continue;
+    ++seeded;
+    if (t.rec.status == core::SplitStatus::completed) ++completed;
+    if (t.rec.status == core::SplitStatus::quarantined) ++quarantined;
+  }
+  if (plan.completed > completed || plan.quarantined > quarantined) {
+    fail(4, fmt::format("{} tallies {} completed / {} quarantined, the store holds {} / {}", source,
+                        plan.completed, plan.quarantined, completed, quarantined));
+  }
+  if (plan.verdict == core::Verdict::running) return;
+  if (plan.finality != core::Finality::final) {
+    fail(4, fmt::format("{} reports {} for an open plan", source, core::to_string(plan.verdict)));
+  }
+  // A plan is final only once the planner lists every split (a growing plan turns final when it
+  // has listed them all).
+  const std::size_t planned = params_.records.size();
+  if (plan.split_count != planned || seeded < planned) {
+    fail(4, fmt::format("{} reports {} over {} planned splits; the planner listed {}, {} seeded",
+                        source, core::to_string(plan.verdict), plan.split_count, planned, seeded));
+  }
+  if (plan.verdict == core::Verdict::complete) {
+    if (completed != seeded || quarantined != 0) {
+      fail(4, fmt::format("{} reports complete with {} of {} splits completed ({} quarantined)",
+                          source, completed, seeded, quarantined));
+    }
+    for (const auto& [id, t] : splits_) {
+      if (!t.exists) continue;
+      check_covered(t, t.rec, "completion");
+      if (t.rec.progress.watermark != t.emitted.size()) {
+        fail(3, fmt::format("{} reports complete but split {} is at watermark {} of {}", source, id,
+                            t.rec.progress.watermark, t.emitted.size()));
+      }
+    }
+  } else {
+    if (quarantined == 0 || completed + quarantined != seeded) {
+      fail(4, fmt::format("{} reports stalled with {} completed, {} quarantined of {} splits",
+                          source, completed, quarantined, seeded));
+    }
+  }
+}
+
+void History::on_emit(std::int32_t inc, std::size_t split, std::uint64_t first,
+                      std::uint64_t count) {
+  trace_.add(time_.now(), TraceKind::emit, inc, split_id(split), static_cast<std::int64_t>(first),
+             static_cast<std::int64_t>(count));
+  SplitTruth& t = splits_.at(split_id(split));
+  for (std::uint64_t i = first; i < first + count && i < t.emitted.size(); ++i) {
+    if (t.emitted[i]++ > 0) ++stats_.duplicates;
+    ++stats_.emitted;
+  }
+}
+
+void History::on_fenced(std::uint64_t call, std::string_view split_id) {
+  if (auto it = call_writes_.find(call); it != call_writes_.end()) {
+    if (std::count(it->second.begin(), it->second.end(), core::split_key(split_id)) > 0) {
+      fail(2, fmt::format("call {} on split {} returned 'fenced' but wrote its record", call,
+                          split_id));
+    }
+  }
+  fenced_calls_[call].emplace_back(split_id);
+}
+
+void History::on_durable(std::uint64_t call, std::string_view split_id, std::uint64_t epoch,
+                         std::uint64_t watermark, const char* what) {
+  (void)call;
+  auto it = splits_.find(std::string(split_id));
+  if (it == splits_.end() || !it->second.exists) {
+    fail(2, fmt::format("{} of split {} returned 'durable' but the split has no record", what,
+                        split_id));
+    return;
+  }
+  const core::SplitRecord& r = it->second.rec;
+  if (r.epoch != epoch || r.progress.watermark < watermark) {
+    fail(2, fmt::format("{} of split {} at epoch {} watermark {} returned 'durable' but the store "
+                        "holds {}",
+                        what, split_id, epoch, watermark, describe(r)));
+  }
+}
+
+void History::on_verdict_event(std::int32_t inc, bool complete) {
+  if (!plan_) {
+    fail(4, fmt::format("#{} reported {} with no plan record", inc,
+                        complete ? "AllComplete" : "Stalled"));
+    return;
+  }
+  core::PlanRecord p = *plan_;
+  const core::Verdict want = complete ? core::Verdict::complete : core::Verdict::stalled;
+  if (p.verdict != want) {
+    // The event may come from a plan record this member read earlier; the verdict of a final plan
+    // never changes back, so the current record must show the same verdict.
+    fail(4, fmt::format("#{} reported {} but the plan record says {}", inc,
+                        complete ? "AllComplete" : "Stalled", core::to_string(p.verdict)));
+    return;
+  }
+  check_verdict(p, complete ? "an AllComplete event" : "a Stalled event");
+}
+
+}  // namespace etlc::sim

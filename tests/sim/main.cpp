@@ -1,0 +1,217 @@
+// etlc-sim: runs the deterministic simulation over a range of seeds.
+//
+//   etlc-sim --seeds N --from S --scenario NAME [--faults 'name=value,...'] [--trace]
+//            [--stop-on-failure] [--time-limit SECONDS] [--progress N]
+//
+// Scenarios: calm crash pause store watch stale leader skew open poison chaos (and `all`, which
+// picks one per seed; `zombie` is the pause-heavy mix of the checker-must-fail test). Each run
+// prints nothing unless it fails; a failure prints the invariant, the replay command and the
+// last trace events. At the end: runs, failures, runs per second and the virtual-to-real time
+// ratio. Exit status 1 if any run failed, 2 on bad arguments.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "scenario.hpp"
+#include "world.hpp"
+
+namespace {
+
+struct Args {
+  std::uint64_t seeds = 100;
+  std::uint64_t from = 1;
+  std::string scenario = "all";
+  std::string faults;
+  bool trace = false;
+  bool stop_on_failure = false;
+  double time_limit_s = 0;  // 0 = none
+  std::uint64_t progress = 0;
+};
+
+[[noreturn]] void usage(const std::string& error) {
+  std::fprintf(stderr,
+               "%s\nusage: etlc-sim [--seeds N] [--from S] [--scenario NAME] [--faults "
+               "'name=value,...'] [--trace] [--stop-on-failure] [--time-limit SECONDS] "
+               "[--progress N]\n",
+               error.c_str());
+  std::exit(2);
+}
+
+std::uint64_t to_u64(const std::string& flag, const std::string& v) {
+  try {
+    std::size_t used = 0;
+    const unsigned long long x = std::stoull(v, &used);
+    if (used != v.size()) throw std::invalid_argument("trailing");
+    return x;
+  } catch (const std::exception&) {
+    usage(fmt::format("{} needs a non-negative integer, got '{}'", flag, v));
+  }
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string f = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(f + " needs a value");
+      return argv[++i];
+    };
+    if (f == "--seeds") {
+      a.seeds = to_u64(f, value());
+    } else if (f == "--from") {
+      a.from = to_u64(f, value());
+    } else if (f == "--scenario") {
+      a.scenario = value();
+    } else if (f == "--faults") {
+      a.faults = value();
+    } else if (f == "--trace") {
+      a.trace = true;
+    } else if (f == "--stop-on-failure") {
+      a.stop_on_failure = true;
+    } else if (f == "--time-limit") {
+      a.time_limit_s = static_cast<double>(to_u64(f, value()));
+    } else if (f == "--progress") {
+      a.progress = to_u64(f, value());
+    } else if (f == "--help" || f == "-h") {
+      usage("etlc-sim: deterministic simulation of etl-coordination under faults");
+    } else {
+      usage("unknown argument " + f);
+    }
+  }
+  return a;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace etlc::sim;
+  const Args args = parse(argc, argv);
+  try {
+    (void)make_params(args.from, args.scenario, args.faults);  // validate before running
+  } catch (const std::invalid_argument& e) {
+    usage(e.what());
+  }
+
+  const auto start = std::chrono::steady_clock::now();
+  std::uint64_t runs = 0, failures = 0;
+  double virtual_s = 0, sim_real_s = 0;
+  std::map<std::string, std::uint64_t> per_scenario;
+  std::map<int, std::uint64_t> per_invariant;
+  std::vector<std::string> failed;
+  RunStats total;
+  HistoryStats htotal;
+  for (std::uint64_t k = 0; k < args.seeds; ++k) {
+    const std::uint64_t seed = args.from + k;
+    const RunParams params = make_params(seed, args.scenario, args.faults);
+    RunOptions opts;
+    opts.keep_full_trace = args.trace;
+    const RunResult r = run_simulation(params, opts);
+    ++runs;
+    ++per_scenario[params.scenario];
+    virtual_s += static_cast<double>(r.virtual_ns) / 1e9;
+    sim_real_s += r.real_s;
+    total.steps += r.stats.steps;
+    total.calls += r.stats.calls;
+    total.crashes += r.stats.crashes;
+    total.pauses += r.stats.pauses;
+    total.zombie_commits += r.stats.zombie_commits;
+    total.leader_crashes += r.stats.leader_crashes;
+    total.mid_plan += r.stats.mid_plan;
+    total.mid_publish += r.stats.mid_publish;
+    total.partitions += r.stats.partitions;
+    total.watch_drops += r.stats.watch_drops;
+    total.slow_watches += r.stats.slow_watches;
+    total.stale_episodes += r.stats.stale_episodes;
+    total.late_writes += r.stats.late_writes;
+    total.planner_failures += r.stats.planner_failures;
+    total.fenced += r.stats.fenced;
+    total.fatal += r.stats.fatal;
+    total.revokes += r.stats.revokes;
+    htotal.claims_takeover += r.history.claims_takeover;
+    htotal.claims_reclaim += r.history.claims_reclaim;
+    htotal.claims_without_lease += r.history.claims_without_lease;
+    htotal.quarantines += r.history.quarantines;
+    htotal.expiries += r.history.expiries;
+    htotal.duplicates += r.history.duplicates;
+    htotal.emitted += r.history.emitted;
+    if (args.trace) {
+      for (const auto& rec : r.full) std::printf("%s\n", Trace::format(rec, r.actors).c_str());
+      std::printf("trace hash %016llx, %llu events\n",
+                  static_cast<unsigned long long>(r.trace_hash),
+                  static_cast<unsigned long long>(r.trace_events));
+    }
+    if (!r.ok()) {
+      ++failures;
+      ++per_invariant[r.violation->invariant];
+      failed.push_back(fmt::format("{}:{}:inv{}", seed, params.scenario, r.violation->invariant));
+      std::printf("%s\n", r.report().c_str());
+      std::fflush(stdout);
+      if (args.stop_on_failure) break;
+    }
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (args.progress > 0 && runs % args.progress == 0) {
+      std::printf("progress: %llu runs (seeds %llu..%llu), %llu failures, %.1f runs/s, %.0fx\n",
+                  static_cast<unsigned long long>(runs), static_cast<unsigned long long>(args.from),
+                  static_cast<unsigned long long>(seed), static_cast<unsigned long long>(failures),
+                  static_cast<double>(runs) / elapsed, virtual_s / elapsed);
+      std::fflush(stdout);
+    }
+    if (args.time_limit_s > 0 && elapsed > args.time_limit_s) {
+      std::printf("time limit reached after seed %llu\n", static_cast<unsigned long long>(seed));
+      break;
+    }
+  }
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("runs %llu (seeds %llu..%llu), failures %llu\n",
+              static_cast<unsigned long long>(runs), static_cast<unsigned long long>(args.from),
+              static_cast<unsigned long long>(args.from + runs - 1),
+              static_cast<unsigned long long>(failures));
+  std::printf("wall %.1f s, %.2f runs/s, virtual %.0f s, virtual/real %.0fx\n", elapsed,
+              static_cast<double>(runs) / elapsed, virtual_s, virtual_s / elapsed);
+  std::string mix;
+  for (const auto& [name, n] : per_scenario) mix += fmt::format(" {}={}", name, n);
+  std::printf("scenarios:%s\n", mix.c_str());
+  std::printf(
+      "exercised: %llu steps, %llu user calls, %llu crashes, %llu pauses (%llu zombie commits), "
+      "%llu leader crashes (%llu mid-plan, %llu mid-publish), %llu partitions, %llu watch drops, "
+      "%llu slow-watch and %llu stale-read episodes, %llu late writes, %llu planner failures, "
+      "%llu fenced calls, %llu revocations, %llu takeovers, %llu reclaims, %llu quarantines, "
+      "%llu peer expiries, %llu duplicate records of %llu emitted, %llu fatal\n",
+      static_cast<unsigned long long>(total.steps), static_cast<unsigned long long>(total.calls),
+      static_cast<unsigned long long>(total.crashes), static_cast<unsigned long long>(total.pauses),
+      static_cast<unsigned long long>(total.zombie_commits),
+      static_cast<unsigned long long>(total.leader_crashes),
+      static_cast<unsigned long long>(total.mid_plan),
+      static_cast<unsigned long long>(total.mid_publish),
+      static_cast<unsigned long long>(total.partitions),
+      static_cast<unsigned long long>(total.watch_drops),
+      static_cast<unsigned long long>(total.slow_watches),
+      static_cast<unsigned long long>(total.stale_episodes),
+      static_cast<unsigned long long>(total.late_writes),
+      static_cast<unsigned long long>(total.planner_failures),
+      static_cast<unsigned long long>(total.fenced), static_cast<unsigned long long>(total.revokes),
+      static_cast<unsigned long long>(htotal.claims_takeover),
+      static_cast<unsigned long long>(htotal.claims_reclaim),
+      static_cast<unsigned long long>(htotal.quarantines),
+      static_cast<unsigned long long>(htotal.expiries),
+      static_cast<unsigned long long>(htotal.duplicates),
+      static_cast<unsigned long long>(htotal.emitted),
+      static_cast<unsigned long long>(total.fatal));
+  if (!failed.empty()) {
+    std::string list;
+    for (const auto& f : failed) list += " " + f;
+    std::printf("failed seeds (seed:scenario:invariant):%s\n", list.c_str());
+    std::string inv;
+    for (const auto& [i, n] : per_invariant) inv += fmt::format(" inv{}={}", i, n);
+    std::printf("by invariant:%s\n", inv.c_str());
+  }
+  return failures == 0 ? 0 : 1;
+}

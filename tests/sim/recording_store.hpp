@@ -1,0 +1,50 @@
+// RecordingStore: the innermost decorator of a member's store stack. It forwards every call to
+// the shared MemoryStore and reports each write, with the identity of the process that sent it,
+// to History (which checks the invariants the moment the write lands).
+//
+// The sender's identity is set by the SimStore above it before each forwarded write (`context`),
+// so a write that lands late is still attributed to the process and call that sent it.
+#pragma once
+
+#include <memory>
+
+#include "etlc/memory_store.hpp"
+#include "history.hpp"
+
+namespace etlc::sim {
+
+class RecordingStore final : public KvStore {
+ public:
+  RecordingStore(std::shared_ptr<MemoryStore> inner, History& history)
+      : inner_(std::move(inner)), history_(history) {}
+
+  WriteResult create(std::string_view key, std::string_view value) override {
+    WriteResult r = inner_->create(key, value);
+    history_.on_write(OpKind::create, key, value, r, context);
+    return r;
+  }
+  WriteResult update(std::string_view key, std::string_view value, Revision expected) override {
+    WriteResult r = inner_->update(key, value, expected);
+    history_.on_write(OpKind::update, key, value, r, context);
+    return r;
+  }
+  WriteResult erase(std::string_view key, Revision expected) override {
+    WriteResult r = inner_->erase(key, expected);
+    history_.on_write(OpKind::erase, key, {}, r, context);
+    return r;
+  }
+  std::optional<Entry> get(std::string_view key) override { return inner_->get(key); }
+  std::unique_ptr<Watch> watch(std::string_view prefix, WatchOptions options) override {
+    return inner_->watch(prefix, std::move(options));
+  }
+  std::vector<Entry> list(std::string_view prefix) override { return inner_->list(prefix); }
+
+  // Who is writing (set by the SimStore before each write it forwards).
+  Writer context;
+
+ private:
+  std::shared_ptr<MemoryStore> inner_;
+  History& history_;
+};
+
+}  // namespace etlc::sim
