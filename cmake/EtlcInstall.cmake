@@ -1,15 +1,23 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
+# Everything a consumer of the library needs (static library, headers, CMake package) is in the
+# install component etlc_development, so `cmake --install <build> --component etlc_development`
+# installs the package without the tools (tests/install does that). A plain `cmake --install`
+# still installs every component.
+set(ETLC_DEV_COMPONENT etlc_development)
+
 install(TARGETS etlc_coordination EXPORT etlcTargets
-        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT ${ETLC_DEV_COMPONENT}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/etlc DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(EXPORT etlcTargets NAMESPACE etlc:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/etlc)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/etlc DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+        COMPONENT ${ETLC_DEV_COMPONENT})
+install(EXPORT etlcTargets NAMESPACE etlc:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/etlc
+        COMPONENT ${ETLC_DEV_COMPONENT})
 
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/etlcConfig.cmake.in
   ${PROJECT_BINARY_DIR}/etlcConfig.cmake INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/etlc)
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/etlcConfigVersion.cmake
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/etlcConfig.cmake ${PROJECT_BINARY_DIR}/etlcConfigVersion.cmake
-        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/etlc)
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/etlc COMPONENT ${ETLC_DEV_COMPONENT})

@@ -26,7 +26,8 @@ set(consumer_build "${WORK_DIR}/consumer-build")
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
 
-set(install_args --install "${ETLC_BUILD_DIR}" --prefix "${prefix}")
+# Only the library package: other components (tools) need not be built for this test.
+set(install_args --install "${ETLC_BUILD_DIR}" --prefix "${prefix}" --component etlc_development)
 if(CONSUMER_BUILD_TYPE)
   list(APPEND install_args --config "${CONSUMER_BUILD_TYPE}")
 endif()
