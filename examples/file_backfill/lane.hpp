@@ -1,0 +1,92 @@
+// The file backfill's lanes: read a split's CSV files in bounded steps, write one JSON line per
+// row to the split's output file for this tenancy (data/<split>.e<epoch>.jsonl; malformed rows
+// to rejects/<split>.e<epoch>.jsonl), and make the output durable (write + fdatasync) before
+// reporting progress.
+//
+// Progress: the watermark is a byte position in the split's files taken end to end (the sizes
+// come from the descriptor), always at a record boundary; the state is "<rows> <malformed>"
+// counted up to the watermark, so a takeover resumes both the position and the counts.
+#pragma once
+
+#include <etlc/split_source.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <stop_token>
+#include <string>
+
+namespace fb {
+
+// Counters of one member, shared by its lanes, read by the progress display.
+struct MemberCounters {
+  std::atomic<std::uint64_t> bytes_read{0};    // input consumed (replays included)
+  std::atomic<std::uint64_t> rows_read{0};     // valid rows converted (replays included)
+  std::atomic<std::uint64_t> rows_written{0};  // rows whose lines reached an output file
+  std::atomic<std::uint64_t> malformed_read{0};
+  std::atomic<std::uint64_t> splits_completed{0};
+  std::atomic<std::uint64_t> rows_completed{0};  // valid rows of the splits it completed
+  std::atomic<std::uint64_t> malformed_completed{0};
+};
+
+// Job-wide view of how far the splits got (the highest watermark any lane of this process
+// reached, per split). Thread-safe.
+class JobProgress {
+ public:
+  void advance(const std::string& split, std::uint64_t watermark);
+  std::uint64_t covered_bytes() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::uint64_t> max_;
+  std::uint64_t covered_ = 0;
+};
+
+// Limits a member's read rate (0 = unlimited). Thread-safe.
+class Pacer {
+ public:
+  explicit Pacer(std::uint64_t bytes_per_s) : rate_(bytes_per_s) {}
+  // Sleeps (in short slices, giving up when `stop` is requested) so that the bytes paced so far
+  // never run ahead of the rate.
+  void pace(std::uint64_t bytes, const std::stop_token& stop);
+
+ private:
+  std::uint64_t rate_;
+  std::mutex mu_;
+  std::int64_t next_free_ns_ = 0;  // steady_clock time when the budget is next free
+};
+
+struct LaneSettings {
+  std::filesystem::path input_dir;
+  std::filesystem::path output_dir;   // holds data/ and rejects/
+  std::size_t step_bytes = 1 << 20;   // input read per step
+  std::size_t flush_bytes = 1 << 20;  // output buffered before a write()
+  MemberCounters* counters = nullptr;
+  JobProgress* progress = nullptr;  // may be null
+  Pacer* pacer = nullptr;           // may be null
+};
+
+class FileSource final : public etlc::SplitSource {
+ public:
+  explicit FileSource(LaneSettings settings) : settings_(std::move(settings)) {}
+  // Throws (the split is then failed as poison) if the descriptor cannot be read or the output
+  // file cannot be opened.
+  std::unique_ptr<etlc::Lane> open(const etlc::LaneContext& context) override;
+
+ private:
+  LaneSettings settings_;
+};
+
+// "<rows> <malformed>" <-> counts. Throws std::invalid_argument on anything else.
+std::string encode_counts(std::uint64_t rows, std::uint64_t malformed);
+void decode_counts(const std::string& state, std::uint64_t& rows, std::uint64_t& malformed);
+
+// data/<split>.e<epoch>.jsonl and rejects/<split>.e<epoch>.jsonl under the output directory.
+std::filesystem::path data_file(const std::filesystem::path& output, const std::string& split,
+                                std::uint64_t epoch);
+std::filesystem::path rejects_file(const std::filesystem::path& output, const std::string& split,
+                                   std::uint64_t epoch);
+
+}  // namespace fb

@@ -1,0 +1,51 @@
+// `file-backfill run`: the coordinated job. On the memory store, N members in this process; on
+// NATS, this process is one member and several processes share the job.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+namespace fb {
+
+struct RunOptions {
+  std::filesystem::path input;
+  std::filesystem::path output;
+  std::string store = "memory";  // "memory" or "nats://HOST:PORT"
+  std::string job = "file-backfill";
+  std::string
+      instance;  // member id (prefix with --members); default: memory "member", NATS host-pid
+  std::uint32_t members = 1;
+  std::uint32_t max_in_flight = 2;
+  std::int64_t lease_ms = 3000;
+  std::int64_t rebalance_delay_ms = 3000;
+  std::uint64_t split_bytes = 8ull << 20;
+  double kill_member_at = -1;  // percent; < 0 = never
+  double restart_at = -1;      // percent; < 0 = never
+  std::int64_t commit_interval_ms = 1000;
+  std::uint64_t throttle_bytes_per_s = 0;  // per member; 0 = unlimited
+  bool drain_on_stall = false;
+  std::string progress = "auto";  // auto | live | plain | none
+};
+
+// What a run did, for the summary and for `bench`.
+struct RunTotals {
+  double seconds = 0;
+  std::uint64_t input_bytes = 0;
+  std::uint64_t splits = 0;
+  std::uint64_t rows = 0;          // distinct valid rows of the completed splits
+  std::uint64_t malformed = 0;     // malformed rows of the completed splits
+  std::uint64_t rows_written = 0;  // output lines written (duplicates included)
+  std::uint64_t bytes_read = 0;    // input bytes read (replays included)
+};
+
+// Set by main()'s signal watcher (SIGINT/SIGTERM); run_job then stops gracefully.
+std::atomic<int>& stop_signal();
+
+// Runs the job to its end. Returns the process exit code: 0 complete (or stalled with
+// drain_on_stall), 1 the job failed (stalled, fatal), 2 bad usage or input, 128+signal when
+// interrupted. Prints progress and a summary to stdout, errors to stderr (one line each).
+int run_job(const RunOptions& options, RunTotals* totals = nullptr);
+
+}  // namespace fb
