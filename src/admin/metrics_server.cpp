@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <mutex>
@@ -64,6 +65,13 @@ MetricsServer::MetricsServer(std::shared_ptr<const MetricsRegistry> registry,
   im.server.set_read_timeout(im.options.io_timeout);
   im.server.set_write_timeout(im.options.io_timeout);
   im.server.set_payload_max_length(64 * 1024);
+  // httplib's default sets SO_REUSEPORT, which lets a second server (another process too) bind
+  // the same port and silently take half the scrapes. SO_REUSEADDR alone allows a quick restart
+  // and refuses a port that is really taken.
+  im.server.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
 
   const MetricsRegistry* reg = im.registry.get();
   im.server.Get("/metrics", [reg](const httplib::Request&, httplib::Response& res) {

@@ -112,7 +112,10 @@ std::string status_text(const std::string& job, const std::string& bucket, const
       t.add({safe(m.instance), lanes, std::to_string(m.held),
              m.assigned ? std::to_string(*m.assigned) : "-", std::to_string(m.weight_held),
              percent(m.weight_share),
-             m.has_session ? "~" + format_duration(m.session_age_estimate) : "-",
+             !m.has_session ? "-"
+             : m.session_age_estimate.count() < 1000
+                 ? "<1s"
+                 : "~" + format_duration(m.session_age_estimate),
              member_state(m, st)});
     }
     out += '\n' + t.render();
