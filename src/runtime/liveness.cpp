@@ -16,16 +16,21 @@
 
 namespace etlc::runtime {
 
+// How long `id`'s session must look unchanged before this member expires it: one lease for the
+// leader (and for the leader's own session, or when there is no leader), 1.5 leases otherwise.
+Duration Member::expiry_wait(const std::string& id, const MemberView& v) const {
+  const Duration lease = std::chrono::milliseconds(v.rec.lease_ms);
+  const bool primary = leader_ || !leader_view_ || leader_view_->first.owner.empty() ||
+                       id == leader_view_->first.owner;
+  return primary ? lease : lease + lease / 2;
+}
+
 void Member::expire_peers(TimePoint now) {
   if (!w_members_.caught_up) return;
-  const std::string leader_owner = leader_view_ ? leader_view_->first.owner : std::string();
   std::vector<std::pair<std::string, Revision>> doomed;
   for (const auto& [id, v] : members_) {
     if (id == instance_) continue;
-    const Duration lease = std::chrono::milliseconds(v.rec.lease_ms);
-    const bool primary = leader_ || id == leader_owner || leader_owner.empty();
-    const Duration wait = primary ? lease : lease + lease / 2;
-    if (now - v.changed_at >= wait) doomed.emplace_back(id, v.rev);
+    if (now - v.changed_at >= expiry_wait(id, v)) doomed.emplace_back(id, v.rev);
   }
   for (const auto& [id, rev] : doomed) {
     WriteResult r = store_->erase(core::member_key(id), rev);

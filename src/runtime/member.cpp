@@ -84,29 +84,38 @@ TimePoint Member::step() {
     return retry_at_;
   }
 
+  return next_wake(now, more);
+}
+
+// When step() next has something to do. Only deadlines in the future count: anything that is
+// due now was attempted in this step, and if it failed it is retried after a backoff, never in a
+// busy loop. Work that arrives by itself (watch events, a finished planner, a freed lane) wakes
+// the loop through Options::wake instead of being polled for.
+TimePoint Member::next_wake(TimePoint now, bool more) {
   if (more || (leader_ && seeding_)) return now;
-  TimePoint next = std::min(next_renew_, now + kIdle);
+  const TimePoint retry = now + kStoreBackoff;
+  auto later = [&](TimePoint due) { return due > now ? due : retry; };
+  TimePoint next = std::min(later(next_renew_), now + kIdle);
   {
     std::lock_guard slk(shared_mu_);
     for (const auto& [id, h] : held_) {
-      if (h->draining) next = std::min(next, h->declined ? now : h->drain_deadline);
+      if (h->draining) next = std::min(next, later(h->declined ? now : h->drain_deadline));
     }
-    if (!pending_lease_erases_.empty()) next = std::min(next, now + kStoreBackoff);
+    if (!pending_lease_erases_.empty()) next = std::min(next, retry);
   }
-  for (const auto& [id, at] : claim_retry_at_) next = std::min(next, std::max(at, now));
-  // Observer-side expiry deadlines.
+  for (const auto& [id, at] : claim_retry_at_) {
+    if (at > now) next = std::min(next, at);
+  }
   for (const auto& [id, v] : members_) {
-    if (id == instance_) continue;
-    next = std::min(next, v.changed_at + std::chrono::milliseconds(v.rec.lease_ms));
+    if (id != instance_) next = std::min(next, later(v.changed_at + expiry_wait(id, v)));
   }
-  if (leader_) {
-    if (assignment_dirty_) next = std::min(next, last_assignment_at_ + config_.assignment_interval);
-    if (auto d = delay_.next_deadline()) next = std::min(next, *d);
-    if (planning_ || (plan_view_ && plan_view_->first.finality == core::Finality::open)) {
-      next = std::min(next, std::max(now, next_plan_at_));
-    }
-    if (plan_view_ && !plan_view_->first.planned)
-      next = std::min(next, std::max(now, next_plan_at_));
+  if (leader_ && w_splits_.caught_up && w_members_.caught_up && w_assigns_.caught_up) {
+    if (assignment_dirty_)
+      next = std::min(next, later(last_assignment_at_ + config_.assignment_interval));
+    if (auto d = delay_.next_deadline()) next = std::min(next, later(*d));
+    const bool plan_due = plan_view_ && (!plan_view_->first.planned ||
+                                         plan_view_->first.finality == core::Finality::open);
+    if (plan_due && !planning_) next = std::min(next, later(next_plan_at_));
   }
   return std::max(next, now);
 }

@@ -181,8 +181,11 @@ class Member {
   void on_cordon_event(const WatchEvent& e);
   bool session_live(const std::string& instance, const std::string& nonce) const;
 
+  TimePoint next_wake(TimePoint now, bool more);
+
   // liveness.cpp
   void expire_peers(TimePoint now);
+  Duration expiry_wait(const std::string& id, const MemberView& v) const;
   bool erase_dead_lease(const std::string& split_id);
   bool session_confirmed_live(const std::string& instance, const std::string& nonce);
 

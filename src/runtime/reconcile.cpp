@@ -192,18 +192,25 @@ void Member::claim(const std::string& id, TimePoint now) {
   const bool adopt = d.refusal == core::ClaimRefusal::already_held;
   const std::uint64_t epoch = adopt ? rec.epoch : rec.epoch + 1;
 
-  // 3. Lease first (mutual exclusion among claimers), then the record CAS (the fence).
+  // 3. Lease first (mutual exclusion among claimers), then the record CAS (the fence). The lease
+  // view may still show a lease of ours that we deleted ourselves (fail, release) and whose
+  // delete event has not arrived yet: only the store knows, so create the lease, and adopt an
+  // existing one only if the store shows it is this process's (an earlier unknown-outcome create).
   const std::string lkey = core::lease_key(id);
   Revision lease_rev = 0;
-  if (auto it = leases_.find(id);
-      it != leases_.end() && it->second.rec.owner == instance_ && it->second.rec.nonce == nonce_) {
-    lease_rev = it->second.rev;
-  } else {
+  {
     core::LeaseRecord lease{id, instance_, nonce_, epoch};
     WriteResult lr = store_->create(lkey, core::encode(lease));
-    if (!lr.ok) return;  // another claimer won the lease; the watch will show it
-    lease_rev = lr.revision;
-    leases_[id] = LeaseView{lease, lr.revision};
+    if (lr.ok) {
+      lease_rev = lr.revision;
+    } else {
+      auto existing = store_->get(lkey);
+      if (!existing) return;  // gone meanwhile; retry later
+      lease = core::decode_lease(lkey, existing->value);
+      if (lease.owner != instance_ || lease.nonce != nonce_) return;  // another claimer won it
+      lease_rev = existing->revision;
+    }
+    leases_[id] = LeaseView{lease, lease_rev};
   }
 
   core::SplitRecord next = rec;

@@ -7,12 +7,18 @@ namespace etlc {
 
 std::string_view to_string(StoreErrc code) noexcept {
   switch (code) {
-    case StoreErrc::unavailable: return "unavailable";
-    case StoreErrc::unknown_outcome: return "unknown_outcome";
-    case StoreErrc::watch_broken: return "watch_broken";
-    case StoreErrc::invalid_argument: return "invalid_argument";
-    case StoreErrc::incompatible: return "incompatible";
-    case StoreErrc::closed: return "closed";
+    case StoreErrc::unavailable:
+      return "unavailable";
+    case StoreErrc::unknown_outcome:
+      return "unknown_outcome";
+    case StoreErrc::watch_broken:
+      return "watch_broken";
+    case StoreErrc::invalid_argument:
+      return "invalid_argument";
+    case StoreErrc::incompatible:
+      return "incompatible";
+    case StoreErrc::closed:
+      return "closed";
   }
   return "unknown";
 }
@@ -58,9 +64,9 @@ void check_tokens(std::string_view s, std::string_view what) {
 void validate_key(std::string_view key) {
   if (key.empty()) throw StoreError(StoreErrc::invalid_argument, "key is empty");
   if (key.size() > kMaxKeyBytes) {
-    throw StoreError(StoreErrc::invalid_argument,
-                     fmt::format("key of {} bytes exceeds kMaxKeyBytes ({})", key.size(),
-                                 kMaxKeyBytes));
+    throw StoreError(
+        StoreErrc::invalid_argument,
+        fmt::format("key of {} bytes exceeds kMaxKeyBytes ({})", key.size(), kMaxKeyBytes));
   }
   check_tokens(key, "key");
   if (key.back() == '.') throw StoreError(StoreErrc::invalid_argument, "key ends with '.'");
@@ -75,8 +81,13 @@ void validate_prefix(std::string_view prefix) {
   if (prefix.size() > kMaxKeyBytes) {
     throw StoreError(StoreErrc::invalid_argument, "prefix exceeds kMaxKeyBytes");
   }
-  check_tokens(prefix.substr(0, prefix.size() - 1), "prefix");
-  if (prefix.size() == 1) throw StoreError(StoreErrc::invalid_argument, "prefix is only '.'");
+  // Without its trailing '.', a prefix must be a valid key ("a.." has an empty last token).
+  try {
+    validate_key(prefix.substr(0, prefix.size() - 1));
+  } catch (const StoreError& e) {
+    throw StoreError(StoreErrc::invalid_argument,
+                     fmt::format("prefix '{}' is not a key followed by '.': {}", prefix, e.what()));
+  }
 }
 
 void validate_value(std::string_view key, std::string_view value) {
