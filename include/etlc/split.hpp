@@ -13,8 +13,8 @@ inline constexpr std::size_t kMaxProgressStateBytes = 64 * 1024;
 
 // One leasable unit of work, as planned. Immutable once published.
 struct SplitSpec {
-  std::string id;          // deterministic, non-empty UTF-8, at most kMaxSplitIdBytes
-  std::string descriptor;  // opaque bytes: everything a worker needs to process the split
+  std::string id;            // deterministic, non-empty UTF-8, at most kMaxSplitIdBytes
+  std::string descriptor;    // opaque bytes: everything a worker needs to process the split
   std::uint64_t weight = 1;  // balancing weight (for example bytes); 0 is allowed
 
   friend bool operator==(const SplitSpec&, const SplitSpec&) = default;

@@ -51,13 +51,13 @@ namespace etlc::core {
 inline constexpr std::uint32_t kRecordVersion = 1;
 
 enum class RecordErrc : std::uint8_t {
-  malformed,         // not JSON, or not an object
-  wrong_version,     // "v" missing or not kRecordVersion
-  missing_field,     // a required field is absent
-  unknown_field,     // a field this version does not define
-  wrong_type,        // a field has the wrong JSON type or is out of range
-  id_mismatch,       // the record's id does not match its key
-  too_large,         // an encoded record exceeds kMaxValueBytes
+  malformed,      // not JSON, or not an object
+  wrong_version,  // "v" missing or not kRecordVersion
+  missing_field,  // a required field is absent
+  unknown_field,  // a field this version does not define
+  wrong_type,     // a field has the wrong JSON type or is out of range
+  id_mismatch,    // the record's id does not match its key
+  too_large,      // an encoded record exceeds kMaxValueBytes
 };
 
 class RecordError : public Error {
@@ -88,8 +88,8 @@ struct PlanRecord {
   std::string fingerprint;  // the job's fingerprint (planner config); members must match it
   std::uint64_t term = 0;   // term of the leader that last wrote it
   Finality finality = Finality::open;
-  bool planned = false;            // a plan has been published (specs + split records seeded)
-  std::uint64_t split_count = 0;   // splits planned so far
+  bool planned = false;               // a plan has been published (specs + split records seeded)
+  std::uint64_t split_count = 0;      // splits planned so far
   std::optional<std::string> cursor;  // planner cursor for open plans
   std::uint64_t completed = 0;
   std::uint64_t quarantined = 0;
@@ -109,14 +109,14 @@ enum class SplitStatus : std::uint8_t { runnable, completed, quarantined };
 // a CAS on this record, so a stale owner can never write.
 struct SplitRecord {
   std::string id;
-  std::uint64_t epoch = 0;                 // bumped on every claim
+  std::uint64_t epoch = 0;  // bumped on every claim
   SplitStatus status = SplitStatus::runnable;
   std::optional<std::string> owner;        // instance id of the owner of `epoch`, if any
   std::optional<std::string> owner_nonce;  // that owner's process nonce
   std::uint32_t attempts = 0;              // non-graceful ends so far (poison evidence)
   std::uint64_t weight = 0;
-  SplitProgress progress;                  // watermark + opaque state
-  std::optional<std::string> last_error;   // the most recent fail() reason, for operators
+  SplitProgress progress;                 // watermark + opaque state
+  std::optional<std::string> last_error;  // the most recent fail() reason, for operators
   friend bool operator==(const SplitRecord&, const SplitRecord&) = default;
 };
 
