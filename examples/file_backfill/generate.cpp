@@ -125,14 +125,14 @@ GenerateReport generate(const GenerateOptions& o) {
     if (name.rfind("part-", 0) == 0 && e.path().extension() == ".csv") fs::remove(e.path(), ec);
   }
 
-  // Heavy-tailed sizes: Pareto(alpha 1.2) weights, capped so no file exceeds a quarter of the
+  // Heavy-tailed sizes: Pareto(alpha 1.2) weights, capped so no file exceeds a sixteenth of the
   // total, then scaled to the total.
   Rng sizes{o.seed * 0x2545f4914f6cdd1dull + 1};
   std::vector<double> w(o.files);
   for (double& x : w) x = std::pow(1.0 - sizes.unit(), -1.0 / 1.2);
   double sum = 0;
   for (double x : w) sum += x;
-  const double cap = sum / 4;
+  const double cap = sum / 16;
   sum = 0;
   for (double& x : w) sum += (x = std::min(x, cap));
 

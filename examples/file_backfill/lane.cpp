@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "csv.hpp"
@@ -36,6 +37,16 @@ void JobProgress::advance(const std::string& split, std::uint64_t watermark) {
 std::uint64_t JobProgress::covered_bytes() const {
   std::lock_guard lk(mu_);
   return covered_;
+}
+
+void JobProgress::opened(LaneOpened event) {
+  std::lock_guard lk(mu_);
+  if (opened_.size() < 100'000) opened_.push_back(std::move(event));
+}
+
+std::vector<LaneOpened> JobProgress::take_opened() {
+  std::lock_guard lk(mu_);
+  return std::exchange(opened_, {});
 }
 
 void Pacer::pace(std::uint64_t bytes, const std::stop_token& stop) {
@@ -167,6 +178,9 @@ class FileLane final : public etlc::Lane {
     }
     while (file_ < split_.files.size() && starts_[file_ + 1] <= watermark_) ++file_;
     data_ = std::make_unique<OutputFile>(data_file(settings_.output_dir, split_.id, epoch_));
+    if (settings_.progress != nullptr) {
+      settings_.progress->opened({split_.id, ctx.instance_id, epoch_, watermark_, split_.bytes});
+    }
   }
 
   etlc::StepResult step() override {

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <stop_token>
 #include <string>
+#include <vector>
 
 namespace fb {
 
@@ -31,17 +32,30 @@ struct MemberCounters {
   std::atomic<std::uint64_t> malformed_completed{0};
 };
 
+// A lane opened: who resumed which split from where (the run shows takeovers with it).
+struct LaneOpened {
+  std::string split;
+  std::string instance;
+  std::uint64_t epoch = 0;
+  std::uint64_t resume = 0;  // watermark, bytes into the split
+  std::uint64_t split_bytes = 0;
+};
+
 // Job-wide view of how far the splits got (the highest watermark any lane of this process
-// reached, per split). Thread-safe.
+// reached, per split), and of the lanes opened. Thread-safe.
 class JobProgress {
  public:
   void advance(const std::string& split, std::uint64_t watermark);
   std::uint64_t covered_bytes() const;
+  void opened(LaneOpened event);
+  // The lanes opened since the last call.
+  std::vector<LaneOpened> take_opened();
 
  private:
   mutable std::mutex mu_;
   std::map<std::string, std::uint64_t> max_;
   std::uint64_t covered_ = 0;
+  std::vector<LaneOpened> opened_;
 };
 
 // Limits a member's read rate (0 = unlimited). Thread-safe.

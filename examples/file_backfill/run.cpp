@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -20,6 +21,7 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -175,6 +177,10 @@ int run_job(const RunOptions& o, RunTotals* totals) {
       LaneSettings ls;
       ls.input_dir = listing.dir;
       ls.output_dir = o.output;
+      // Steps scale with the splits (16 KiB .. 1 MiB): a split takes a few dozen steps, so
+      // commits, revocations and crashes land inside splits, not only between them.
+      ls.step_bytes = static_cast<std::size_t>(
+          std::clamp<std::uint64_t>(o.split_bytes / 32, 16u << 10, 1u << 20));
       ls.counters = &life->counters;
       ls.progress = &job;
       ls.pacer = o.throttle_bytes_per_s > 0 ? &life->pacer : nullptr;
@@ -230,6 +236,8 @@ int run_job(const RunOptions& o, RunTotals* totals) {
       return s;
     };
     std::optional<std::size_t> victim;  // index in `current`
+    std::set<std::string> orphaned;     // splits the victim held when it crashed
+    std::uint64_t taken_over = 0, reclaimed = 0;
     bool killed = false, restarted = false;
     double killed_at = 0, restarted_at = 0;
     for (;;) {
@@ -254,6 +262,18 @@ int run_job(const RunOptions& o, RunTotals* totals) {
           if (!victim || i != *victim) others_done = others_done && current[i]->done;
         }
       }
+      // Where did the crashed member's splits go? A peer resuming from the last commit (a
+      // takeover), or the member itself after its restart (a fast reclaim: nothing moved).
+      for (const LaneOpened& e : job.take_opened()) {
+        if (orphaned.erase(e.split) == 0 || !show) continue;
+        const int at = e.split_bytes == 0 ? 100 : static_cast<int>(e.resume * 100 / e.split_bytes);
+        const bool self = victim && e.instance == current[*victim]->id;
+        (self ? reclaimed : taken_over)++;
+        display.event("** " + e.split + (self ? " reclaimed by " : " taken over by ") + e.instance +
+                      " (epoch " + std::to_string(e.epoch) + "), resuming at " +
+                      std::to_string(at) + "% of the split" +
+                      (self ? ": fast reclaim, nothing moved" : " from its last commit"));
+      }
       if (kill && !killed && signal_seen == 0 && fraction * 100 >= o.kill_member_at && !all_done) {
         // Crash the member holding the most splits (no release, no final commit).
         std::lock_guard lk(current_mu);
@@ -264,6 +284,9 @@ int run_job(const RunOptions& o, RunTotals* totals) {
           if (lanes > most) best = i, most = lanes;
         }
         victim = best;
+        if (etlc::Coordinator* c = current[best]->driver->coordinator()) {
+          for (const std::string& id : c->held_splits()) orphaned.insert(id);
+        }
         current[best]->crashed = true;
         current[best]->driver->abort();
         killed = true;
@@ -271,7 +294,7 @@ int run_job(const RunOptions& o, RunTotals* totals) {
         if (show) {
           display.event("** " + current[best]->id + " crashed at " +
                         std::to_string(static_cast<int>(fraction * 100)) + "% holding " +
-                        std::to_string(most) + " splits (nothing released)");
+                        std::to_string(orphaned.size()) + " splits (nothing released)");
         }
       }
       if (killed && !restarted && o.restart_at >= 0 && victim && current[*victim]->done &&
@@ -383,7 +406,9 @@ int run_job(const RunOptions& o, RunTotals* totals) {
         std::printf("  crash          %s crashed at %.0f%%", current[*victim]->id.c_str(),
                     killed_at * 100);
         if (restarted) std::printf(", restarted at %.0f%%", restarted_at * 100);
-        std::printf("\n");
+        std::printf("; its splits: %llu taken over, %llu reclaimed\n",
+                    static_cast<unsigned long long>(taken_over),
+                    static_cast<unsigned long long>(reclaimed));
       }
       std::printf("  check with     file-backfill verify --input %s --output %s\n", o.input.c_str(),
                   o.output.c_str());

@@ -1,0 +1,148 @@
+// End to end on a real nats-server: three file-backfill processes share one job; one is
+// SIGKILLed, one is SIGSTOPped past its lease and then continued. The two survivors exit 0 once
+// the job is complete (the paused one after being fenced along the way), and verify passes.
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <filesystem>
+
+#include "examples/child_process.hpp"
+#include "examples/temp_dir.hpp"
+#include "support/nats_server.hpp"
+
+namespace fb::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+const std::string kBin = FILE_BACKFILL_BIN;
+
+std::size_t data_files(const fs::path& out) {
+  std::error_code ec;
+  std::size_t n = 0;
+  for (const auto& e : fs::directory_iterator(out / "data", ec))
+    n += e.path().extension() == ".jsonl";
+  return n;
+}
+
+TEST(FileBackfillNatsE2E, three_processes_one_killed_one_paused_past_its_lease_verify_passes) {
+  etlc::testing::NatsServer server;
+  ScratchDir d("e2e-nats");
+  const auto in = (d.path() / "in").string();
+  const fs::path out = d.path() / "out";
+  ASSERT_EQ(run_to_end({kBin, "generate", "--output", in, "--files", "16", "--total-bytes",
+                        "3000000", "--seed", "9", "--malformed", "2"},
+                       d.path() / "generate.log"),
+            0);
+
+  auto args = [&](const std::string& id) {
+    return std::vector<std::string>{kBin,
+                                    "run",
+                                    "--input",
+                                    in,
+                                    "--output",
+                                    out.string(),
+                                    "--store",
+                                    server.url(),
+                                    "--job",
+                                    "e2e",
+                                    "--instance",
+                                    id,
+                                    "--max-in-flight",
+                                    "2",
+                                    "--split-bytes",
+                                    "150000",
+                                    "--lease-ms",
+                                    "1500",
+                                    "--rebalance-delay-ms",
+                                    "500",
+                                    "--commit-interval-ms",
+                                    "100",
+                                    "--throttle-bytes-per-s",
+                                    "300000",
+                                    "--progress",
+                                    "plain"};
+  };
+  ChildProcess p0(args("p0"), d.path() / "p0.log");
+  ChildProcess p1(args("p1"), d.path() / "p1.log");
+  ChildProcess p2(args("p2"), d.path() / "p2.log");
+  auto logs = [&] {
+    return "--- p0 ---\n" + read_text(d.path() / "p0.log") + "--- p1 ---\n" +
+           read_text(d.path() / "p1.log") + "--- p2 ---\n" + read_text(d.path() / "p2.log");
+  };
+
+  // Let the three join and take splits (each tenancy opens its own output file).
+  const auto until = std::chrono::steady_clock::now() + 20s;
+  while (data_files(out) < 6 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_GE(data_files(out), 6u) << logs();
+  ASSERT_FALSE(p0.wait_for(0ms).has_value()) << "finished too early to test anything\n" << logs();
+
+  p1.signal(SIGKILL);
+  p2.signal(SIGSTOP);
+  std::this_thread::sleep_for(3000ms);  // twice the lease: p2's session expires, its splits move
+  p2.signal(SIGCONT);
+
+  auto rc0 = p0.wait_for(90s);
+  auto rc2 = p2.wait_for(90s);
+  auto rc1 = p1.wait_for(5s);
+  ASSERT_TRUE(rc0.has_value()) << logs();
+  ASSERT_TRUE(rc2.has_value()) << logs();
+  EXPECT_EQ(*rc0, 0) << logs();
+  EXPECT_EQ(*rc2, 0) << "a paused and fenced member still exits 0 on completion\n" << logs();
+  EXPECT_EQ(rc1, std::optional<int>(128 + SIGKILL));
+
+  ASSERT_EQ(run_to_end({kBin, "verify", "--input", in, "--output", out.string()},
+                       d.path() / "verify.log"),
+            0)
+      << read_text(d.path() / "verify.log") << logs();
+  EXPECT_NE(read_text(d.path() / "verify.log").find("missing 0"), std::string::npos);
+}
+
+TEST(FileBackfillNatsE2E, a_member_started_on_different_input_is_refused) {
+  etlc::testing::NatsServer server;
+  ScratchDir d("e2e-nats-fp");
+  for (const char* seed : {"1", "2"}) {
+    ASSERT_EQ(run_to_end({kBin, "generate", "--output", (d.path() / seed).string(), "--files", "3",
+                          "--total-bytes", "20000", "--seed", seed},
+                         d.path() / "g.log"),
+              0);
+  }
+  auto args = [&](const char* input, const char* out) {
+    return std::vector<std::string>{kBin,         "run",
+                                    "--input",    (d.path() / input).string(),
+                                    "--output",   (d.path() / out).string(),
+                                    "--store",    server.url(),
+                                    "--job",      "fp",
+                                    "--progress", "none",
+                                    "--lease-ms", "1500"};
+  };
+  ASSERT_EQ(run_to_end(args("1", "out1"), d.path() / "first.log"), 0)
+      << read_text(d.path() / "first.log");
+  EXPECT_EQ(run_to_end(args("2", "out2"), d.path() / "second.log"), 1);
+  const std::string log = read_text(d.path() / "second.log");
+  EXPECT_NE(log.find("error: "), std::string::npos) << log;
+  EXPECT_NE(log.find("fingerprint"), std::string::npos) << log;
+}
+
+TEST(FileBackfillNatsE2E, an_unreachable_store_is_one_clear_line) {
+  ScratchDir d("e2e-nats-down");
+  ASSERT_EQ(run_to_end({kBin, "generate", "--output", (d.path() / "in").string(), "--files", "1",
+                        "--total-bytes", "1000", "--seed", "1"},
+                       d.path() / "g.log"),
+            0);
+  const int port = etlc::testing::pick_free_port();
+  EXPECT_EQ(run_to_end({kBin, "run", "--input", (d.path() / "in").string(), "--output",
+                        (d.path() / "out").string(), "--store",
+                        "nats://127.0.0.1:" + std::to_string(port)},
+                       d.path() / "run.log"),
+            2);
+  const std::string log = read_text(d.path() / "run.log");
+  EXPECT_EQ(log.rfind("error: cannot use the store at nats://127.0.0.1:", 0), 0u) << log;
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 1) << log;
+}
+
+}  // namespace
+}  // namespace fb::testing
