@@ -22,16 +22,17 @@
 //            without sending anything.
 //  * get     reads the subject's last message through the stream leader ($JS.API.STREAM.MSG.GET,
 //            never "direct get", which any replica of an R3/R5 bucket may answer stale).
-//  * watch   one nats.c ordered consumer (kvStore_Watch, deletes included and filtered here) and
-//            one thread per watch. The snapshot is collected until nats.c's "initial values done"
-//            marker and delivered as one put per live key, then caught_up: delete markers of the
-//            snapshot are never delivered. Live DEL and PURGE markers become erase events.
-//            The bucket keeps one message per key (history 1), so when a key is overwritten
-//            before a lagging watcher reached the older value, the server has already dropped
-//            it and the watcher skips it: per key, a watch delivers a strictly increasing
-//            subsequence of the key's revisions that always ends with its latest state.
-//  * list    the same watch until the marker, then closed (not kvStore_Keys: nats.c 3.4.1 times
-//            out spuriously on large buckets).
+//  * watch   one JetStream ordered consumer (deliver last per subject, deletes included and
+//            filtered here; not kvStore_Watch, which hides headers) and one thread per watch. The
+//            snapshot is collected until nats.c's "initial values done" marker and delivered as one
+//            put per live key, then caught_up: delete markers of the snapshot are never delivered.
+//            Live DEL and PURGE markers become erase events. The bucket keeps `history` messages
+//            per key (default 1), so when a key is overwritten while a watch lags that many writes
+//            behind on it, the server has dropped a value the watch never read. Every message
+//            NatsStore writes names the revision it replaced; the watch compares that with the last
+//            revision it saw of the key and breaks (watch_broken) instead of continuing with a gap.
+//  * list    the same consumer until it has nothing pending, then closed (not kvStore_Keys:
+//            nats.c 3.4.1 times out spuriously on large buckets).
 //  Revisions are the stream's sequence numbers: never 0, strictly increasing across all keys.
 //
 // Errors (StoreError codes):
@@ -41,7 +42,8 @@
 //  * unknown_outcome  a write was sent and no answer came (timeout, or the connection dropped
 //                     while waiting). The write may be applied later, e.g. from nats.c's reconnect
 //                     buffer after a reconnect: re-read before deciding.
-//  * watch_broken     the ordered consumer failed, the server stopped sending heartbeats to it
+//  * watch_broken     a gap (above), the ordered consumer failed, the server stopped sending
+//                     heartbeats to it
 //                     (NATS_MISSED_HEARTBEAT) or reported a slow consumer, the pending queue hit
 //                     WatchOptions::max_pending, or the store was closed. Re-watch.
 //  * invalid_argument key, prefix or value breaks the shared rules (checked before sending).
@@ -95,6 +97,11 @@ struct NatsStoreOptions {
 
   // Copies of each value in the cluster: 1, 3 or 5. An existing bucket must match.
   int replicas = 1;
+
+  // Values kept per key (1..64). The protocol reads only the latest; more history lets a watch
+  // that falls up to history-1 writes behind on one key still receive every revision instead of
+  // breaking (see "watch" above), at history times the storage. An existing bucket must match.
+  int history = 1;
 
   // At most one of the three authentication methods below.
   std::string user;      // with password

@@ -1,7 +1,7 @@
 // The KvStore conformance suite (tests/store_conformance) against NatsStore on a real
-// nats-server: single node (R1) and a 3-node cluster (R3). One server or cluster per process
-// (started on first use), one bucket per instantiation, a fresh store (connect, adopt, probe)
-// per test; the suite keeps each test in its own key namespace.
+// nats-server: single node (R1, also with history 64) and a 3-node cluster (R3). One server or
+// cluster per process (started on first use), one bucket per instantiation, a fresh store (connect,
+// adopt, probe) per test; the suite keeps each test in its own key namespace.
 #include <memory>
 
 #include "etlc/nats_store.hpp"
@@ -16,6 +16,15 @@ std::shared_ptr<KvStore> make_single() {
   return NatsStore::open(test_options({shared_server().url()}, bucket));
 }
 
+// A bucket that keeps 64 values per key, so a watch that falls behind under contention still
+// receives every revision (history-1 buckets break such a watch instead: see CMakeLists.txt).
+std::shared_ptr<KvStore> make_single_history64() {
+  static const std::string bucket = unique_bucket();
+  NatsStoreOptions o = test_options({shared_server().url()}, bucket);
+  o.history = 64;
+  return NatsStore::open(o);
+}
+
 std::shared_ptr<KvStore> make_r3() {
   static const std::string bucket = unique_bucket();
   return NatsStore::open(test_options(shared_cluster().urls(), bucket, 3));
@@ -27,6 +36,11 @@ void break_watches(KvStore& store) {
 
 INSTANTIATE_TEST_SUITE_P(NatsSingle, StoreConformance,
                          ::testing::Values(StoreFactory{"nats_r1", make_single, break_watches}),
+                         StoreFactoryName{});
+
+INSTANTIATE_TEST_SUITE_P(NatsSingleHistory64, StoreConformance,
+                         ::testing::Values(StoreFactory{"nats_r1_history64", make_single_history64,
+                                                        break_watches}),
                          StoreFactoryName{});
 
 INSTANTIATE_TEST_SUITE_P(NatsR3, StoreConformance,

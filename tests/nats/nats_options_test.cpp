@@ -52,6 +52,8 @@ TEST(NatsStoreOptions, EachInvalidOptionIsRejectedByName) {
       {"job", [](auto& o) { o.job = std::string(65, 'j'); }},
       {"bucket", [](auto& o) { o.bucket = "has.dot"; }},
       {"replicas", [](auto& o) { o.replicas = 2; }},
+      {"history", [](auto& o) { o.history = 0; }},
+      {"history", [](auto& o) { o.history = 65; }},
       {"password", [](auto& o) { o.password = "p"; }},
       {"user", [](auto& o) { o.user = "u"; }},
       {"exclusive",

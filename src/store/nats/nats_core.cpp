@@ -86,7 +86,6 @@ Core::Core(NatsStoreOptions options)
 
 Core::~Core() {
   close();
-  kv_.reset();
   js_.reset();
   if (nc_ != nullptr) natsConnection_Destroy(nc_);
   nc_ = nullptr;
@@ -242,7 +241,7 @@ void Core::ensure_bucket() {
       kvConfig_Init(&cfg);
       cfg.Bucket = bucket_.c_str();
       cfg.Description = "etl-coordination job records";
-      cfg.History = 1;
+      cfg.History = static_cast<std::uint8_t>(options_.history);
       cfg.MaxValueSize = static_cast<std::int32_t>(kBucketMaxValueBytes);
       cfg.TTL = 0;
       cfg.StorageType = js_FileStorage;
@@ -280,14 +279,6 @@ void Core::ensure_bucket() {
   }
 
   if (options_.replicas > 1) wait_for_stream_leader();
-
-  kvStore* bound = nullptr;
-  natsStatus s = js_KeyValue(&bound, js_.get(), bucket_.c_str());
-  kv_.reset(bound);
-  if (s != NATS_OK) {
-    throw_failure(NatsFailure::capture(s, static_cast<jsErrCode>(0), redactor_), OpKind::read,
-                  fmt::format("{}: binding", what));
-  }
 }
 
 void Core::check_compatible(const jsStreamInfo& info) const {
@@ -297,8 +288,9 @@ void Core::check_compatible(const jsStreamInfo& info) const {
         StoreErrc::incompatible,
         fmt::format("bucket '{}' exists with incompatible settings: {}", bucket_, why));
   };
-  if (c.MaxMsgsPerSubject != 1) {
-    fail(fmt::format("history is {}, the protocol needs 1", c.MaxMsgsPerSubject));
+  if (c.MaxMsgsPerSubject != options_.history) {
+    fail(
+        fmt::format("history is {}, options.history is {}", c.MaxMsgsPerSubject, options_.history));
   }
   if (c.Replicas != options_.replicas) {
     fail(fmt::format("replicas is {}, options.replicas is {}", c.Replicas, options_.replicas));

@@ -73,7 +73,12 @@ class Core : public std::enable_shared_from_this<Core> {
   const NatsStoreOptions& options() const { return options_; }
   const std::string& bucket() const { return bucket_; }
   const Redactor& redactor() const { return redactor_; }
-  kvStore* kv() const { return kv_.get(); }
+  jsCtx* js() const { return js_.get(); }
+  const std::string& stream() const { return stream_; }
+  // "$KV.<bucket>.": the subject of key k is subject_prefix() + k.
+  const std::string& subject_prefix() const { return subject_prefix_; }
+  // JetStream request options with Wait = op_timeout_ms.
+  jsOptions request_options() const;
   bool connected() const;
   NatsStoreStats stats() const;
 
@@ -111,7 +116,6 @@ class Core : public std::enable_shared_from_this<Core> {
   void ensure_bucket();
   void check_compatible(const jsStreamInfo& info) const;
   void wait_for_stream_leader();
-  jsOptions request_options() const;
   std::string subject(std::string_view key) const;
 
   static void on_disconnected(natsConnection* nc, void* closure);
@@ -131,7 +135,6 @@ class Core : public std::enable_shared_from_this<Core> {
   ConnectionEvents* events_ = nullptr;
   natsConnection* nc_ = nullptr;
   JsPtr js_;
-  KvPtr kv_;
 
   std::atomic<bool> closed_{false};
   mutable std::mutex close_mu_;

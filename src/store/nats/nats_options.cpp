@@ -110,6 +110,10 @@ void NatsStoreOptions::validate() const {
     throw ConfigError(fmt::format("replicas must be 1, 3 or 5, got {}", replicas));
   }
 
+  if (history < 1 || history > 64) {
+    throw ConfigError(fmt::format("history must be in [1, 64], got {}", history));
+  }
+
   if (!password.empty() && user.empty()) throw ConfigError("password is set but user is empty");
   if (!user.empty() && password.empty()) throw ConfigError("user is set but password is empty");
   int methods =
@@ -147,7 +151,7 @@ std::string NatsStoreOptions::to_string() const {
   out += "]";
   if (!job.empty()) out += fmt::format(", job='{}'", job);
   if (!bucket.empty()) out += fmt::format(", bucket='{}'", bucket);
-  out += fmt::format(", replicas={}", replicas);
+  out += fmt::format(", replicas={}, history={}", replicas, history);
   if (!user.empty()) out += fmt::format(", user='{}', password=***", user);
   if (!token.empty()) out += ", token=***";
   if (!credentials_file.empty()) out += fmt::format(", credentials_file='{}'", credentials_file);

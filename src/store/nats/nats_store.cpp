@@ -154,7 +154,7 @@ std::unique_ptr<Watch> NatsStore::watch(std::string_view prefix, WatchOptions op
 
 std::vector<Entry> NatsStore::list(std::string_view prefix) {
   validate_nats_prefix(prefix);
-  return nats_detail::list_from_watch(*core_, prefix);
+  return nats_detail::list_from_consumer(*core_, prefix);
 }
 
 void NatsStore::break_watches(std::string_view reason) {

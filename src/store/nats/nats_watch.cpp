@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <chrono>
+#include <cstring>
 
 #include "etlc/clock.hpp"
 
@@ -11,43 +13,109 @@ namespace etlc::nats_detail {
 
 namespace {
 
-// How long the watch thread blocks in kvWatcher_Next before re-checking for shutdown;
-// kvWatcher_Stop also wakes it at once.
+// How long the watch thread blocks in NextMsg before re-checking for shutdown; stop() also wakes
+// it at once.
 constexpr std::int64_t kNextWaitMs = 1000;
 // Per-wait bound inside list(); the overall bound is op_timeout_ms of inactivity.
 constexpr std::int64_t kListWaitMs = 250;
 
-WatcherPtr open_watcher(Core& core, std::string_view prefix, std::string_view what) {
-  core.require_connected(what);
-  std::string filter = Core::watch_filter(prefix);
-  kvWatchOptions wo;
-  kvWatchOptions_Init(&wo);
-  // Never IgnoreDeletes: nats.c 3.4.1 returns spurious timeouts with it on buckets with many
-  // delete markers (upstream #916). Delete markers are filtered here instead.
-  wo.IgnoreDeletes = false;
-  kvWatcher* raw = nullptr;
-  natsStatus s = kvStore_Watch(&raw, core.kv(), filter.c_str(), &wo);
-  WatcherPtr w(raw);
-  if (s != NATS_OK) {
-    throw_failure(NatsFailure::capture(s, static_cast<jsErrCode>(0), core.redactor()), OpKind::read,
-                  what);
-  }
-  return w;
-}
+using SubMsgPtr = MsgPtr;
 
-bool is_delete(kvOperation op) {
-  return op == kvOp_Delete || op == kvOp_Purge;
-}
-
-std::string entry_value(kvEntry* e) {
-  const void* data = kvEntry_Value(e);
-  int len = kvEntry_ValueLen(e);
-  if (data == nullptr || len <= 0) return {};
-  return std::string(static_cast<const char*>(data), static_cast<std::size_t>(len));
+std::optional<std::uint64_t> parse_u64(const char* text) {
+  if (text == nullptr) return std::nullopt;
+  std::uint64_t v = 0;
+  const char* end = text + std::strlen(text);
+  auto [ptr, ec] = std::from_chars(text, end, v);
+  if (ec != std::errc() || ptr != end) return std::nullopt;
+  return v;
 }
 
 }  // namespace
 
+// ---------------------------------------------------------------------------------------------
+KeyConsumer::KeyConsumer(Core& core, std::string_view prefix, std::string_view what) : core_(core) {
+  core.require_connected(what);
+  std::string filter = core.subject_prefix() + Core::watch_filter(prefix);
+  jsSubOptions so;
+  jsSubOptions_Init(&so);
+  so.Ordered = true;  // nats.c re-creates the consumer at the right sequence after a gap
+  so.Stream = core.stream().c_str();
+  so.Config.DeliverPolicy = js_DeliverLastPerSubject;
+  jsOptions jo = core.request_options();
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  natsStatus s = js_SubscribeSync(&sub_, core.js(), filter.c_str(), &jo, &so, &jerr);
+  if (s != NATS_OK) {
+    NatsFailure f = NatsFailure::capture(s, jerr, core.redactor());
+    if (sub_ != nullptr) natsSubscription_Destroy(sub_);
+    sub_ = nullptr;
+    throw_failure(f, OpKind::read, what);
+  }
+  // Our own queues are bounded (max_pending); never let nats.c drop messages (slow consumer).
+  natsSubscription_SetPendingLimits(sub_, -1, -1);
+}
+
+KeyConsumer::~KeyConsumer() {
+  stop();
+  if (sub_ != nullptr) natsSubscription_Destroy(sub_);
+}
+
+void KeyConsumer::stop() {
+  std::lock_guard lock(stop_mu_);
+  if (stopped_ || sub_ == nullptr) return;
+  stopped_ = true;
+  natsSubscription_Unsubscribe(sub_);
+}
+
+natsStatus KeyConsumer::next(StreamRecord& out, std::int64_t timeout_ms) {
+  natsMsg* raw = nullptr;
+  natsStatus s = natsSubscription_NextMsg(&raw, sub_, timeout_ms > 0 ? timeout_ms : 1);
+  SubMsgPtr msg(raw);
+  if (s != NATS_OK) return s;
+  const char* subject = natsMsg_GetSubject(msg.get());
+  const std::string& pre = core_.subject_prefix();
+  if (subject == nullptr || std::strlen(subject) <= pre.size() ||
+      std::strncmp(subject, pre.data(), pre.size()) != 0) {
+    return NATS_ERR;
+  }
+  jsMsgMetaData* meta = nullptr;
+  s = natsMsg_GetMetaData(&meta, msg.get());
+  if (s != NATS_OK) return s;
+  out.revision = meta->Sequence.Stream;
+  out.pending = meta->NumPending;
+  jsMsgMetaData_Destroy(meta);
+  out.key.assign(subject + pre.size());
+  const char* op = nullptr;
+  out.tombstone = natsMsgHeader_Get(msg.get(), "KV-Operation", &op) == NATS_OK && op != nullptr &&
+                  (std::strcmp(op, "DEL") == 0 || std::strcmp(op, "PURGE") == 0);
+  const char* expected = nullptr;
+  out.previous.reset();
+  if (natsMsgHeader_Get(msg.get(), "Nats-Expected-Last-Subject-Sequence", &expected) == NATS_OK) {
+    out.previous = parse_u64(expected);
+  }
+  out.value.clear();
+  if (!out.tombstone) {
+    const char* data = natsMsg_GetData(msg.get());
+    int len = natsMsg_GetDataLength(msg.get());
+    if (data != nullptr && len > 0) out.value.assign(data, static_cast<std::size_t>(len));
+  }
+  last_revision_ = out.revision;
+  return NATS_OK;
+}
+
+bool KeyConsumer::drained() {
+  jsConsumerInfo* info = nullptr;
+  jsOptions jo = core_.request_options();
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  if (natsSubscription_GetConsumerInfo(&info, sub_, &jo, &jerr) != NATS_OK || info == nullptr) {
+    return false;
+  }
+  bool drained = info->NumPending == 0 &&
+                 (info->Delivered.Consumer == 0 || info->Delivered.Stream == last_revision_);
+  jsConsumerInfo_Destroy(info);
+  return drained;
+}
+
+// ---------------------------------------------------------------------------------------------
 WatchState::WatchState(std::shared_ptr<Core> core, std::string prefix, WatchOptions options)
     : core_(std::move(core)), prefix_(std::move(prefix)), options_(std::move(options)) {}
 
@@ -56,82 +124,103 @@ WatchState::~WatchState() {
 }
 
 void WatchState::start() {
-  WatcherPtr w = open_watcher(*core_, prefix_, fmt::format("watch of prefix '{}'", prefix_));
-  std::lock_guard lock(mu_);
-  watcher_ = w.release();
-  if (broken_ || stopping_) {  // broken (store closed) while the watcher was being created
-    kvWatcher_Stop(watcher_);
-    watcher_stopped_ = true;
+  auto consumer =
+      std::make_shared<KeyConsumer>(*core_, prefix_, fmt::format("watch of prefix '{}'", prefix_));
+  // Nothing to deliver (an empty range): caught up at once, without waiting for a message.
+  bool empty = consumer->drained();
+  bool stop_now = false;
+  {
+    std::lock_guard lock(mu_);
+    consumer_ = consumer;
+    stop_now = broken_ || stopping_;  // broken (store closed) while the consumer was created
   }
+  if (stop_now) consumer->stop();
+  if (empty) on_caught_up();
   thread_ = std::thread([this] { run(); });
 }
 
 void WatchState::run() {
+  std::shared_ptr<KeyConsumer> consumer;
+  {
+    std::lock_guard lock(mu_);
+    consumer = consumer_;
+  }
   for (;;) {
-    kvEntry* raw = nullptr;
-    natsStatus s = kvWatcher_Next(&raw, watcher_, kNextWaitMs);
-    EntryPtr entry(raw);
-    if (s == NATS_TIMEOUT) {
+    StreamRecord record;
+    natsStatus s = consumer->next(record, kNextWaitMs);
+    bool caught_up = false;
+    {
       std::lock_guard lock(mu_);
       if (stopping_ || broken_) return;
+      caught_up = caught_up_;
+    }
+    if (s == NATS_TIMEOUT) {
+      // Normally the snapshot ends with a message that has nothing pending; if the server
+      // removed the pending messages instead (an operator purge), ask it.
+      if (!caught_up && consumer->drained()) on_caught_up();
       continue;
     }
     if (s != NATS_OK) {
       NatsFailure f = NatsFailure::capture(s, static_cast<jsErrCode>(0), core_->redactor());
-      fail(fmt::format("watch of prefix '{}': nats.c watcher failed: {}", prefix_, f.describe()));
+      fail(fmt::format("watch of prefix '{}': the consumer failed: {}", prefix_, f.describe()));
       return;
     }
-    if (!entry) {
-      on_caught_up();
-    } else {
-      on_entry(entry.get());
-    }
-    std::lock_guard lock(mu_);
-    if (stopping_ || broken_) return;
+    on_record(record);
+    if (!caught_up && record.pending == 0) on_caught_up();
   }
 }
 
-void WatchState::on_entry(kvEntry* e) {
-  kvOperation op = kvEntry_Operation(e);
-  const char* key_c = kvEntry_Key(e);
-  std::string key = key_c == nullptr ? std::string() : std::string(key_c);
-  std::uint64_t revision = kvEntry_Revision(e);
-  if (key.size() < prefix_.size() || key.compare(0, prefix_.size(), prefix_) != 0) return;
-  if (op == kvOp_Put) {
-    core_->live_revisions().insert(revision);
-  } else if (is_delete(op)) {
-    core_->delete_markers().insert(revision);
+void WatchState::on_record(StreamRecord& r) {
+  if (r.tombstone) {
+    core_->delete_markers().insert(r.revision);
+  } else {
+    core_->live_revisions().insert(r.revision);
+  }
+  auto seen = last_seen_.find(r.key);
+  const std::uint64_t known = seen == last_seen_.end() ? 0 : seen->second;
+  if (seen == last_seen_.end()) {
+    last_seen_.emplace(r.key, r.revision);
+  } else {
+    seen->second = r.revision;
   }
   bool notify = false;
+  bool stop = false;
   {
     std::lock_guard lock(mu_);
     if (broken_ || stopping_) return;
     if (!caught_up_) {
       // Snapshot phase: keep only the latest state per key; delete markers just drop the key.
-      if (is_delete(op)) {
-        snapshot_.erase(key);
+      if (r.tombstone) {
+        snapshot_.erase(r.key);
         return;
       }
-      snapshot_[key] = WatchEvent{WatchEvent::Kind::put, key, entry_value(e), revision};
+      snapshot_[r.key] = WatchEvent{WatchEvent::Kind::put, r.key, std::move(r.value), r.revision};
       // The snapshot plus the caught_up marker must fit in max_pending.
       if (snapshot_.size() + 1 <= options_.max_pending) return;
-      notify =
-          break_locked(fmt::format("watch of prefix '{}': the snapshot exceeds max_pending "
-                                   "({})",
+      notify = stop =
+          break_locked(fmt::format("watch of prefix '{}': the snapshot exceeds max_pending ({})",
                                    prefix_, options_.max_pending));
+    } else if (r.previous && *r.previous != known) {
+      // The writer replaced revision *previous, which this watch never received: the server
+      // dropped it (one value per key) before the watch read it. Never continue with a gap.
+      notify = stop = break_locked(fmt::format(
+          "watch of prefix '{}': key '{}' went from revision {} to {} through revision {} that "
+          "the server dropped before this watch read it (the watch fell behind); re-watch",
+          prefix_, r.key, known, r.revision, *r.previous));
     } else if (queue_.size() >= options_.max_pending) {
-      notify = break_locked(
+      notify = stop = break_locked(
           fmt::format("watch of prefix '{}': more than max_pending ({}) events unpolled", prefix_,
                       options_.max_pending));
     } else {
-      if (is_delete(op)) {
-        queue_.push_back(WatchEvent{WatchEvent::Kind::erase, key, {}, revision});
+      if (r.tombstone) {
+        queue_.push_back(WatchEvent{WatchEvent::Kind::erase, r.key, {}, r.revision});
       } else {
-        queue_.push_back(WatchEvent{WatchEvent::Kind::put, key, entry_value(e), revision});
+        queue_.push_back(WatchEvent{WatchEvent::Kind::put, r.key, std::move(r.value), r.revision});
       }
       notify = true;
     }
   }
+  if (stop) stop_consumer();
   if (notify) notify_consumer();
 }
 
@@ -152,12 +241,17 @@ bool WatchState::break_locked(std::string reason) {
   broken_ = true;
   reason_ = std::move(reason);
   snapshot_.clear();
-  if (watcher_ != nullptr && !watcher_stopped_) {
-    kvWatcher_Stop(watcher_);
-    watcher_stopped_ = true;
-  }
   core_->count_broken_watch();
   return true;
+}
+
+void WatchState::stop_consumer() {
+  std::shared_ptr<KeyConsumer> consumer;
+  {
+    std::lock_guard lock(mu_);
+    consumer = consumer_;
+  }
+  if (consumer) consumer->stop();
 }
 
 void WatchState::fail(std::string reason) {
@@ -166,6 +260,7 @@ void WatchState::fail(std::string reason) {
     if (stopping_) return;
     if (!break_locked(std::move(reason))) return;
   }
+  stop_consumer();
   notify_consumer();
 }
 
@@ -203,18 +298,14 @@ std::size_t WatchState::poll(std::vector<WatchEvent>& out, std::size_t max_event
 void WatchState::shutdown() {
   {
     std::unique_lock lock(mu_);
-    if (stopping_ && watcher_ == nullptr) return;
+    if (stopping_ && !consumer_ && !thread_.joinable()) return;
     stopping_ = true;
-    if (watcher_ != nullptr && !watcher_stopped_) {
-      kvWatcher_Stop(watcher_);
-      watcher_stopped_ = true;
-    }
     idle_cv_.wait(lock, [&] { return notifying_ == 0; });
   }
+  stop_consumer();
   if (thread_.joinable()) thread_.join();
   std::lock_guard lock(mu_);
-  if (watcher_ != nullptr) kvWatcher_Destroy(watcher_);
-  watcher_ = nullptr;
+  consumer_.reset();
 }
 
 NatsWatch::NatsWatch(std::shared_ptr<WatchState> state, std::shared_ptr<Core> core)
@@ -229,17 +320,19 @@ std::size_t NatsWatch::poll(std::vector<WatchEvent>& out, std::size_t max_events
   return state_->poll(out, max_events);
 }
 
-std::vector<Entry> list_from_watch(Core& core, std::string_view prefix) {
+// ---------------------------------------------------------------------------------------------
+std::vector<Entry> list_from_consumer(Core& core, std::string_view prefix) {
   std::string what = fmt::format("list of prefix '{}'", prefix);
-  WatcherPtr w = open_watcher(core, prefix, what);
+  KeyConsumer consumer(core, prefix, what);
   std::map<std::string, Entry> live;
+  if (consumer.drained()) return {};
   const auto idle_limit = std::chrono::milliseconds(core.options().op_timeout_ms);
   auto last_progress = SystemClock::instance().now();
   for (;;) {
-    kvEntry* raw = nullptr;
-    natsStatus s = kvWatcher_Next(&raw, w.get(), kListWaitMs);
-    EntryPtr entry(raw);
+    StreamRecord r;
+    natsStatus s = consumer.next(r, kListWaitMs);
     if (s == NATS_TIMEOUT) {
+      if (consumer.drained()) break;
       if (SystemClock::instance().now() - last_progress >= idle_limit) {
         throw StoreError(StoreErrc::unavailable,
                          fmt::format("{}: no progress within op_timeout_ms ({})", what,
@@ -252,18 +345,15 @@ std::vector<Entry> list_from_watch(Core& core, std::string_view prefix) {
       throw_failure(NatsFailure::capture(s, static_cast<jsErrCode>(0), core.redactor()),
                     OpKind::read, what);
     }
-    if (!entry) break;  // initial values done
     last_progress = SystemClock::instance().now();
-    const char* key_c = kvEntry_Key(entry.get());
-    if (key_c == nullptr) continue;
-    std::string key(key_c);
-    if (is_delete(kvEntry_Operation(entry.get()))) {
-      live.erase(key);
+    if (r.tombstone) {
+      core.delete_markers().insert(r.revision);
+      live.erase(r.key);
     } else {
-      std::uint64_t revision = kvEntry_Revision(entry.get());
-      core.live_revisions().insert(revision);
-      live[key] = Entry{key, entry_value(entry.get()), revision};
+      core.live_revisions().insert(r.revision);
+      live[r.key] = Entry{r.key, std::move(r.value), r.revision};
     }
+    if (r.pending == 0) break;
   }
   std::vector<Entry> out;
   out.reserve(live.size());

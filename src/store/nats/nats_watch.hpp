@@ -1,26 +1,76 @@
-// Watches and listings over nats.c's kvWatcher (an ordered push consumer on the KV stream).
+// Watches and listings over a JetStream ordered push consumer on the bucket's stream.
 //
-// WatchState runs one thread per watch: it blocks in kvWatcher_Next, keeps the snapshot aside
-// until nats.c's "initial values done" marker (so the consumer sees exactly one put per live key,
-// never a snapshot delete marker, then caught_up), then queues every live put/erase. The consumer
-// polls the queue (NatsWatch). A watch breaks (poll throws watch_broken once drained) when nats.c
-// reports a watcher error, the queue would exceed max_pending, or the store breaks it.
+// Not nats.c's kvWatcher: it hides message headers, and the headers are how a watch proves it
+// has no gap. Every write NatsStore makes carries "Nats-Expected-Last-Subject-Sequence", i.e. the
+// revision the key had just before. A history-1 bucket drops a key's older value when the next
+// one is stored, so a watcher that lags behind a key being overwritten never receives the
+// dropped value; comparing each message's expected revision with the last revision this watch
+// saw for the key detects that, and the watch breaks (the contract forbids silent gaps).
+//
+// WatchState runs one thread per watch: it blocks in natsSubscription_NextMsg, keeps the
+// snapshot aside until the consumer has nothing pending (so the consumer of the Watch sees
+// exactly one put per live key, never a snapshot delete marker, then caught_up), then queues
+// every live put/erase. A watch breaks (poll throws watch_broken once drained) on a gap, when
+// nats.c reports a subscription error, the queue would exceed max_pending, or the store breaks
+// it.
 #pragma once
 
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "etlc/store.hpp"
 #include "store/nats/nats_core.hpp"
 
 namespace etlc::nats_detail {
+
+// One message of the bucket as the consumer delivered it.
+struct StreamRecord {
+  std::string key;
+  bool tombstone = false;  // DEL or PURGE marker
+  std::uint64_t revision = 0;
+  std::uint64_t pending = 0;  // messages the consumer still had to deliver after this one
+  // The key's revision before this write, if the writer stated it (NatsStore always does).
+  std::optional<std::uint64_t> previous;
+  std::string value;
+};
+
+// An ordered push consumer over "$KV.<bucket>.<prefix>>", starting with the last message of every
+// key (deletes included). Owns its subscription. next() may run on one thread while stop() runs
+// on another.
+class KeyConsumer {
+ public:
+  // Throws unavailable/closed (as a read).
+  KeyConsumer(Core& core, std::string_view prefix, std::string_view what);
+  ~KeyConsumer();
+  KeyConsumer(const KeyConsumer&) = delete;
+  KeyConsumer& operator=(const KeyConsumer&) = delete;
+
+  // NATS_OK and a record, NATS_TIMEOUT, or another status (the consumer failed or was stopped).
+  natsStatus next(StreamRecord& out, std::int64_t timeout_ms);
+  // True once everything that existed when the consumer started has been returned by next():
+  // the server has nothing pending and the last message it delivered is the last one next()
+  // returned. One request to the server.
+  bool drained();
+  // Wakes a blocked next() (which then fails) and ends the subscription. Idempotent.
+  void stop();
+
+ private:
+  Core& core_;
+  natsSubscription* sub_ = nullptr;
+  std::uint64_t last_revision_ = 0;
+  std::mutex stop_mu_;
+  bool stopped_ = false;
+};
 
 class WatchState {
  public:
@@ -29,7 +79,7 @@ class WatchState {
   WatchState(const WatchState&) = delete;
   WatchState& operator=(const WatchState&) = delete;
 
-  // Creates the nats.c watcher and starts the thread. Throws unavailable/closed.
+  // Creates the consumer and starts the thread. Throws unavailable/closed.
   void start();
   // Consumer side (see etlc::Watch::poll).
   std::size_t poll(std::vector<WatchEvent>& out, std::size_t max_events);
@@ -37,16 +87,18 @@ class WatchState {
   // any thread, any number of times.
   void fail(std::string reason);
   bool broken() const;
-  // Stops the thread, waits for running notify callbacks, frees the watcher. After it returns the
-  // notify callback never runs again. Idempotent.
+  // Stops the thread, waits for running notify callbacks, frees the consumer. After it returns
+  // the notify callback never runs again. Idempotent.
   void shutdown();
 
  private:
   void run();
-  void on_entry(kvEntry* entry);
+  void on_record(StreamRecord& record);
   void on_caught_up();
-  // Marks broken and stops the watcher; mu_ must be held. Returns false if already broken.
+  // Marks broken; mu_ must be held. Returns false if already broken. The caller then stops the
+  // consumer (outside mu_: stopping is a request to the server) and notifies.
   bool break_locked(std::string reason);
+  void stop_consumer();
   void notify_consumer();
 
   const std::shared_ptr<Core> core_;
@@ -57,13 +109,16 @@ class WatchState {
   std::condition_variable idle_cv_;
   std::deque<WatchEvent> queue_;
   std::map<std::string, WatchEvent> snapshot_;  // until caught_up
+  // Last revision seen per key (delete markers included), to detect dropped revisions. Only the
+  // watch thread touches it.
+  std::unordered_map<std::string, std::uint64_t> last_seen_;
   bool caught_up_ = false;
   bool broken_ = false;
   bool stopping_ = false;
-  bool watcher_stopped_ = false;
   std::string reason_;
   int notifying_ = 0;
-  kvWatcher* watcher_ = nullptr;  // owned; destroyed in shutdown() after the thread ended
+  // Shared so that fail() on another thread can stop it outside mu_ while shutdown() runs.
+  std::shared_ptr<KeyConsumer> consumer_;
   std::thread thread_;
 };
 
@@ -79,8 +134,8 @@ class NatsWatch final : public Watch {
   std::shared_ptr<Core> core_;
 };
 
-// Point-in-time listing of the live keys under `prefix`, sorted by key, built from a watch that
-// runs until the marker (each wait bounded by op_timeout_ms of inactivity).
-std::vector<Entry> list_from_watch(Core& core, std::string_view prefix);
+// Point-in-time listing of the live keys under `prefix`, sorted by key, built from a consumer
+// that runs until drained (each wait bounded by op_timeout_ms of inactivity).
+std::vector<Entry> list_from_consumer(Core& core, std::string_view prefix);
 
 }  // namespace etlc::nats_detail
