@@ -84,6 +84,12 @@ TimePoint Member::step() {
     return retry_at_;
   }
 
+  {
+    std::lock_guard slk(shared_mu_);
+    std::size_t draining = 0;
+    for (const auto& [id, h] : held_) draining += h->draining ? 1 : 0;
+    metrics_.set_draining(draining);
+  }
   return next_wake(now, more);
 }
 
