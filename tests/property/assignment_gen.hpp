@@ -5,6 +5,7 @@
 
 #include <rapidcheck.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <ostream>
@@ -35,12 +36,20 @@ inline void showValue(const AssignmentInput& in, std::ostream& os) {
 
 namespace etlc::test {
 
+// A uniform draw from [lo, hi) whatever RapidCheck's current size (inRange alone is scaled by the
+// size, which would make the early half of every run mostly one-member fleets and 0% rolls).
+// Still shrinks towards lo.
+template <class T>
+rc::Gen<T> uniform(T lo, T hi) {
+  return rc::gen::resize(100, rc::gen::inRange<T>(lo, hi));
+}
+
 inline rc::Gen<std::uint32_t> gen_lanes() {
   return rc::gen::weightedOneOf<std::uint32_t>({
-      {2, rc::gen::just<std::uint32_t>(0)},         // cordoned
-      {6, rc::gen::inRange<std::uint32_t>(1, 6)},   // small pods
-      {3, rc::gen::inRange<std::uint32_t>(6, 60)},  // bigger pods
-      {1, rc::gen::just<std::uint32_t>(100000)},    // effectively unbounded
+      {2, rc::gen::just<std::uint32_t>(0)},       // cordoned
+      {6, uniform<std::uint32_t>(1, 6)},          // small pods
+      {3, uniform<std::uint32_t>(6, 60)},         // bigger pods
+      {1, rc::gen::just<std::uint32_t>(100000)},  // effectively unbounded
   });
 }
 
@@ -54,14 +63,14 @@ inline rc::Gen<std::uint64_t> gen_weight(int profile) {
     case 1:
       return rc::gen::inRange<std::uint64_t>(0, 10);  // tiny, zeros included
     case 2:
-      return rc::gen::inRange<std::uint64_t>(std::uint64_t{1} << 20, std::uint64_t{1} << 40);
+      return uniform<std::uint64_t>(std::uint64_t{1} << 20, std::uint64_t{1} << 40);
     case 3:  // near the top of the range: loads far beyond 2^64
       return rc::gen::map(rc::gen::inRange<std::uint64_t>(0, 4),
                           [](std::uint64_t d) { return kMax - d; });
     default:  // a mix of everything
       return rc::gen::weightedOneOf<std::uint64_t>({
           {3, rc::gen::inRange<std::uint64_t>(0, 100)},
-          {3, rc::gen::inRange<std::uint64_t>(std::uint64_t{1} << 20, std::uint64_t{1} << 40)},
+          {3, uniform<std::uint64_t>(std::uint64_t{1} << 20, std::uint64_t{1} << 40)},
           {1, rc::gen::map(rc::gen::inRange<std::uint64_t>(0, 1000),
                            [](std::uint64_t d) { return kMax - d; })},
           {1, rc::gen::arbitrary<std::uint64_t>()},
@@ -75,22 +84,36 @@ inline std::string scrambled_id(const char* prefix, std::uint32_t k, std::uint32
   return std::string(prefix) + std::to_string(x);
 }
 
+// Inputs vary along independent axes, each chosen per input:
+//   capacity:  tight (small budgets, usually a queue) or roomy (free lanes: pass 3 has targets);
+//   ownership: uniform over the fleet, or concentrated on one or two members (a newcomer joined,
+//              a fleet restarted behind one survivor), so that pass 3 has work to do;
+//   weights:   gen_weight's profiles.
 inline rc::Gen<core::AssignmentInput> gen_assignment_input() {
   return rc::gen::exec([] {
     core::AssignmentInput in;
     const auto salt = *rc::gen::arbitrary<std::uint32_t>();
-    const auto m_count = *rc::gen::inRange<std::uint32_t>(0, 13);
-    for (std::uint32_t k = 0; k < m_count; ++k) {
-      in.members.push_back(core::AssignMember{scrambled_id("m", k, salt), *gen_lanes()});
-    }
+    const auto m_count = *uniform<std::uint32_t>(0, 13);
     const auto s_count = *rc::gen::inRange<std::uint32_t>(0, 201);
-    const int profile = *rc::gen::inRange(0, 5);
-    const int owned_pct = *rc::gen::inRange(0, 101);
+    const bool roomy = *rc::gen::arbitrary<bool>();
+    const std::uint32_t fair = m_count == 0 ? 1 : s_count / m_count + 1;
+    for (std::uint32_t k = 0; k < m_count; ++k) {
+      const std::uint32_t lanes = roomy ? *rc::gen::weightedOneOf<std::uint32_t>(
+                                              {{1, rc::gen::just<std::uint32_t>(0)},
+                                               {8, uniform<std::uint32_t>(1, 3 * fair + 2)}})
+                                        : *gen_lanes();
+      in.members.push_back(core::AssignMember{scrambled_id("m", k, salt), lanes});
+    }
+    const int profile = *uniform(0, 5);
+    const int owned_pct = *uniform(0, 101);
+    const bool concentrated = *rc::gen::arbitrary<bool>();
+    const auto favourites = static_cast<std::int32_t>(std::min<std::uint32_t>(m_count, 2));
     const int reserved_pct = *rc::gen::element(0, 0, 5, 30);
-    const int departed_pct = *rc::gen::inRange(0, 101);
+    const int departed_pct = *uniform(0, 101);
     const auto who = [&](int pct) -> std::int32_t {
-      if (m_count == 0 || *rc::gen::inRange(0, 100) >= pct) return core::kNoMember;
-      return *rc::gen::inRange<std::int32_t>(0, static_cast<std::int32_t>(m_count));
+      if (m_count == 0 || *uniform(0, 100) >= pct) return core::kNoMember;
+      if (concentrated) return *uniform<std::int32_t>(0, favourites);
+      return *uniform<std::int32_t>(0, static_cast<std::int32_t>(m_count));
     };
     for (std::uint32_t k = 0; k < s_count; ++k) {
       core::AssignSplit s;
@@ -99,8 +122,8 @@ inline rc::Gen<core::AssignmentInput> gen_assignment_input() {
       s.previous = who(owned_pct);
       s.lease_owner = who(owned_pct);
       s.record_owner = who(owned_pct);
-      s.reserved = *rc::gen::inRange(0, 100) < reserved_pct;
-      s.holder_departed = *rc::gen::inRange(0, 100) < departed_pct;
+      s.reserved = *uniform(0, 100) < reserved_pct;
+      s.holder_departed = *uniform(0, 100) < departed_pct;
       in.splits.push_back(std::move(s));
     }
     in.seed = *rc::gen::arbitrary<std::uint64_t>();
