@@ -192,12 +192,7 @@ void Member::shutdown() {
   }
   session_open_ = false;
   stopped_ = true;
-  w_job_.watch.reset();
-  w_members_.watch.reset();
-  w_leases_.watch.reset();
-  w_assigns_.watch.reset();
-  w_splits_.watch.reset();
-  w_cordons_.watch.reset();
+  close_watches();
 }
 
 void Member::abandon() {
@@ -210,12 +205,7 @@ void Member::abandon() {
     leader_flag_ = false;
   }
   leader_ = false;
-  w_job_.watch.reset();
-  w_members_.watch.reset();
-  w_leases_.watch.reset();
-  w_assigns_.watch.reset();
-  w_splits_.watch.reset();
-  w_cordons_.watch.reset();
+  close_watches();
 }
 
 std::string Member::nonce() const {

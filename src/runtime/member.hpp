@@ -171,6 +171,7 @@ class Member {
 
   // views.cpp
   void ensure_watches();
+  void close_watches();
   void open_watch(WatchSlot& slot);
   bool drain_watches(TimePoint now);  // true if events remain
   void on_job_event(const WatchEvent& e);
@@ -218,7 +219,8 @@ class Member {
   std::shared_ptr<Held> find_held(std::string_view id) const;
   CommitResult write_record(Held& h, const core::SplitRecord& next, const char* what);  // io held
   CommitResult release_locked(Held& h);                                                 // io held
-  void drop_held(Held& h, std::optional<LossReason> reason);                            // io held
+  void erase_lease(const Held& h);
+  void drop_held(Held& h, std::optional<LossReason> reason);  // io held
   void retry_lease_erases();
   void push_event(Event e);
 

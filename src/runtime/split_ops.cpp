@@ -123,6 +123,15 @@ CommitResult Member::release_locked(Held& h) {
   next.owner_nonce.reset();
   CommitResult r = write_record(h, next, "release");
   if (r.status != CommitStatus::durable) return r;
+  erase_lease(h);
+  drop_held(h, std::nullopt);
+  return r;
+}
+
+// Deletes the split's lease (guarded by the revision we created it at). If the store cannot be
+// reached the delete is queued and retried by the loop: the record already says released, and a
+// lease left behind would only make the next owner wait for our session to end.
+void Member::erase_lease(const Held& h) {
   try {
     store_->erase(core::lease_key(h.id), h.lease_rev);
   } catch (const StoreError& e) {
@@ -130,8 +139,6 @@ CommitResult Member::release_locked(Held& h) {
     std::lock_guard lk(shared_mu_);
     pending_lease_erases_.emplace_back(h.id, h.lease_rev);
   }
-  drop_held(h, std::nullopt);
-  return r;
 }
 
 // Forgets a held split; with a reason, tells the user it is lost. io held.
@@ -207,13 +214,7 @@ CommitResult Member::complete(std::string_view id, const SplitProgress& progress
   next.owner_nonce.reset();
   CommitResult r = write_record(*h, next, "complete");
   if (r.status != CommitStatus::durable) return r;
-  try {
-    store_->erase(core::lease_key(h->id), h->lease_rev);
-  } catch (const StoreError& e) {
-    if (!e.retryable()) throw;
-    std::lock_guard lk(shared_mu_);
-    pending_lease_erases_.emplace_back(h->id, h->lease_rev);
-  }
+  erase_lease(*h);
   drop_held(*h, std::nullopt);
   log().info("etlc: {}: completed split '{}' at watermark {}", instance_, id, progress.watermark);
   return r;
@@ -233,13 +234,7 @@ CommitResult Member::fail(std::string_view id, std::string_view reason) {
   if (d.quarantine) next.status = core::SplitStatus::quarantined;
   CommitResult r = write_record(*h, next, "fail");
   if (r.status != CommitStatus::durable) return r;
-  try {
-    store_->erase(core::lease_key(h->id), h->lease_rev);
-  } catch (const StoreError& e) {
-    if (!e.retryable()) throw;
-    std::lock_guard lk(shared_mu_);
-    pending_lease_erases_.emplace_back(h->id, h->lease_rev);
-  }
+  erase_lease(*h);
   drop_held(*h, std::nullopt);
   if (d.quarantine) {
     metrics_.quarantined_split();

@@ -65,6 +65,13 @@ void Member::ensure_watches() {
   }
 }
 
+void Member::close_watches() {
+  for (WatchSlot* slot : {&w_job_, &w_members_, &w_leases_, &w_assigns_, &w_splits_, &w_cordons_}) {
+    slot->watch.reset();
+    slot->caught_up = false;
+  }
+}
+
 bool Member::drain_watches(TimePoint now) {
   bool more = false;
   std::vector<WatchEvent> batch;
