@@ -218,22 +218,35 @@ void History::check_split_update(SplitTruth& t, const core::SplitRecord& old,
         next.status != core::SplitStatus::runnable || next.progress != old.progress) {
       fail(2, fmt::format("malformed claim of split {} by {}: {}", id, who(w), transition()));
     }
-    const std::uint32_t want = old.owner ? old.attempts + 1 : old.attempts;
-    if (next.attempts != want) {
-      fail(4, fmt::format("claim of split {} by {} set attempts {} (expected {}): {}", id, who(w),
-                          next.attempts, want, transition()));
+    // An attempt may be consumed only by a real non-graceful end: the previous tenancy ended
+    // without a release and its owner's session is gone. A reclaim by the same instance may
+    // waive it (its own earlier session stopped its lanes itself); a takeover may not.
+    const bool consumed = next.attempts == old.attempts + 1;
+    if (!consumed && next.attempts != old.attempts) {
+      fail(4, fmt::format("claim of split {} by {} set attempts {} (was {}): {}", id, who(w),
+                          next.attempts, old.attempts, transition()));
+    }
+    if (consumed && !old.owner) {
+      fail(4, fmt::format("claim of split {} by {} consumed an attempt after a graceful release: "
+                          "{}",
+                          id, who(w), transition()));
     }
     if (old.owner) {
       ++t.nongraceful;
       if (prev_owner_live) {
-        fail(4, fmt::format("claim of split {} by {} consumed an attempt while the previous "
-                            "owner's session is live (no non-graceful end happened): {}",
-                            id, who(w), transition()));
+        fail(4, fmt::format("claim of split {} by {} took it from an owner whose session is live "
+                            "(no non-graceful end happened){}: {}",
+                            id, who(w), consumed ? " and consumed an attempt" : "", transition()));
       }
       if (*old.owner == w.instance) {
         ++stats_.claims_reclaim;
       } else {
         ++stats_.claims_takeover;
+        if (!consumed) {
+          fail(4, fmt::format("takeover of split {} by {} from a dead owner consumed no attempt: "
+                              "{}",
+                              id, who(w), transition()));
+        }
       }
     } else if (old.epoch == 0) {
       ++stats_.claims_fresh;

@@ -562,12 +562,20 @@ void World::handle_event(Incarnation& inc, const Event& e) {
       history_.fail(
           1, fmt::format("{} was granted split {} with a wrong spec", names_[inc.id], g->spec.id));
     }
-    if (g->epoch != t.rec.epoch || g->progress != t.rec.progress || t.rec.owner != inc.instance) {
-      history_.fail(
-          1, fmt::format("{} was granted split {} at epoch {} watermark {}, but the "
-                         "store holds epoch {} watermark {} owner {}",
-                         names_[inc.id], g->spec.id, g->epoch, g->progress.watermark, t.rec.epoch,
-                         t.rec.progress.watermark, t.rec.owner.value_or("nobody")));
+    // A grant resumes from durable progress: never beyond it (records in between would be lost),
+    // and exactly from it unless the claim read a stale record (then commits will be fenced).
+    if (g->epoch > t.rec.epoch || g->progress.watermark > t.rec.progress.watermark) {
+      history_.fail(1, fmt::format("{} was granted split {} at epoch {} watermark {}, beyond the "
+                                   "store's epoch {} watermark {}",
+                                   names_[inc.id], g->spec.id, g->epoch, g->progress.watermark,
+                                   t.rec.epoch, t.rec.progress.watermark));
+    } else if (g->epoch != t.rec.epoch || g->progress != t.rec.progress ||
+               t.rec.owner != inc.instance) {
+      ++stats_.stale_grants;
+      trace_.add(
+          now, TraceKind::note, inc.id,
+          fmt::format("stale grant of {}: store holds epoch {} watermark {} owner {}", g->spec.id,
+                      t.rec.epoch, t.rec.progress.watermark, t.rec.owner.value_or("nobody")));
     }
     Lane lane;
     lane.id = g->spec.id;
