@@ -55,6 +55,9 @@ int main(int argc, char** argv) {
   r->add_option("--progress", run.progress, "auto | live | plain | none")
       ->check(CLI::IsMember({"auto", "live", "plain", "none"}))
       ->capture_default_str();
+  r->add_option("--metrics-port", run.metrics_port,
+                "serve Prometheus /metrics and /healthz on 127.0.0.1:PORT (0 = a free port)")
+      ->check(CLI::Range(0, 65535));
 
   std::filesystem::path v_input, v_output;
   auto* v = app.add_subcommand("verify", "check that every input row is in the output");

@@ -3,6 +3,8 @@
 #include <etlc/driver.hpp>
 #include <etlc/errors.hpp>
 #include <etlc/memory_store.hpp>
+#include <etlc/metrics.hpp>
+#include <etlc/metrics_server.hpp>
 #include <etlc/store.hpp>
 #ifdef ETLC_WITH_NATS
 #include <etlc/nats_store.hpp>
@@ -166,6 +168,19 @@ int run_job(const RunOptions& o, RunTotals* totals) {
     const std::uint64_t total_splits = planner->splits().size();
     auto store = open_store(o);
     JobProgress job;
+    // --metrics-port: every member of this process reports into one registry, served over HTTP.
+    std::shared_ptr<etlc::MetricsRegistry> registry;
+    std::unique_ptr<etlc::MetricsServer> metrics_server;
+    if (o.metrics_port >= 0) {
+      registry = std::make_shared<etlc::MetricsRegistry>();
+      etlc::MetricsServerOptions mo;
+      mo.port = static_cast<std::uint16_t>(o.metrics_port);
+      try {
+        metrics_server = std::make_unique<etlc::MetricsServer>(registry, mo);
+      } catch (const etlc::Error& e) {
+        throw UserError(std::string("--metrics-port: ") + e.what());
+      }
+    }
 
     const std::string prefix =
         o.instance.empty() ? (nats ? default_instance() : "member") : o.instance;
@@ -196,8 +211,8 @@ int run_job(const RunOptions& o, RunTotals* totals) {
       d.on_stall =
           o.drain_on_stall ? etlc::StallPolicy::drain_with_warning : etlc::StallPolicy::fail;
       try {
-        life->driver =
-            std::make_unique<etlc::Driver>(c, store, planner, std::make_shared<FileSource>(ls), d);
+        life->driver = std::make_unique<etlc::Driver>(
+            c, store, planner, std::make_shared<FileSource>(ls), d, registry);
       } catch (const etlc::ConfigError& e) {
         throw UserError(e.what());
       }
@@ -227,6 +242,8 @@ int run_job(const RunOptions& o, RunTotals* totals) {
                   human_bytes(static_cast<double>(listing.total_bytes)).c_str(),
                   static_cast<unsigned long long>(total_splits), o.members,
                   o.members == 1 ? "" : "s", nats ? o.store.c_str() : "the memory store");
+      if (metrics_server)
+        std::printf("file-backfill: metrics on %s/metrics\n", metrics_server->url().c_str());
       std::fflush(stdout);
     }
 

@@ -27,6 +27,8 @@ struct RunOptions {
   std::uint64_t throttle_bytes_per_s = 0;  // per member; 0 = unlimited
   bool drain_on_stall = false;
   std::string progress = "auto";  // auto | live | plain | none
+  // Serve Prometheus /metrics and /healthz on 127.0.0.1:PORT (0 = a free port); < 0 = off.
+  int metrics_port = -1;
 };
 
 // What a run did, for the summary and for `bench`.
