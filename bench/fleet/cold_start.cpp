@@ -1,0 +1,94 @@
+// Cold start: an empty store, `members` members started at once (from a few threads), a final
+// plan of `splits` splits. Timed from the first start() call to (a) the plan published (seeded:
+// every spec and split record created, plan header written) and (b) every lane filled. Store
+// connections are opened before the clock starts (a process connects before it joins).
+#include <fmt/format.h>
+
+#include "scenarios.hpp"
+
+namespace etlc::bench {
+
+using namespace std::chrono_literals;
+
+Result run_cold_start(const BackendOptions& bo, const ColdStartOptions& o) {
+  auto backend = make_backend(bo);
+  FleetOptions fo;
+  fo.splits = o.splits;
+  fo.base = bench_config();
+  fo.base.max_in_flight = o.lanes;
+  Fleet fleet(*backend, fo);
+
+  const Time t_conn = now();
+  std::vector<MemberSlot*> all;
+  for (std::size_t i = 0; i < o.members; ++i)
+    all.push_back(&fleet.add(fmt::format("cold-{:03}", i)));
+  const double connect_s = ms_between(t_conn, now()) / 1000.0;
+
+  const double cpu0 = process_cpu_seconds();
+  const double load0 = load_average();
+  const Time t0 = now();
+  fleet.start_all(all, o.start_threads);
+  const Time t_joined = now();
+  const std::size_t lanes_total = std::min<std::size_t>(o.splits, o.members * o.lanes);
+  std::optional<Time> t_filled;
+  const bool done = Fleet::wait_for(
+      [&] {
+        if (!t_filled && fleet.held_total() == lanes_total) t_filled = now();
+        return t_filled && fleet.timeline().plan_published();
+      },
+      std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000)));
+  const Time t_end = now();
+  const double cpu = process_cpu_seconds() - cpu0;
+
+  Timeline& tl = fleet.timeline();
+  auto since = [&](std::optional<Time> t) { return t ? ms_between(t0, *t) / 1000.0 : NAN; };
+  const auto elected = tl.first_leader_write_after(t0, "");
+  const auto first_assign = tl.first_assign_write_after(t0, "");
+  const double seeding_s = tl.first_create() && tl.last_split_create()
+                               ? ms_between(*tl.first_create(), *tl.last_split_create()) / 1000.0
+                               : NAN;
+  const double creates = static_cast<double>(tl.split_creates() + tl.spec_creates());
+  const double total_s = done ? std::max(since(t_filled), since(tl.plan_published())) : NAN;
+
+  Result res;
+  res.add("total_s", total_s);
+  res.add("plan_published_s", since(tl.plan_published()));
+  res.add("lanes_filled_s", since(t_filled));
+  res.add("seeding_creates_per_s", seeding_s > 0 ? creates / seeding_s : NAN);
+  res.detail["config"] = {{"members", o.members},
+                          {"splits", o.splits},
+                          {"lanes", o.lanes},
+                          {"lanes_total", lanes_total},
+                          {"bulk_ops_per_step", fo.base.bulk_ops_per_step},
+                          {"assignment_interval_ms", fo.base.assignment_interval.count()},
+                          {"target_s", 10}};
+  res.detail["connect_s"] = connect_s;
+  res.detail["all_joined_s"] = ms_between(t0, t_joined) / 1000.0;
+  res.detail["elected_s"] = elected ? since(elected->at) : NAN;
+  res.detail["first_create_s"] = since(tl.first_create());
+  res.detail["last_split_create_s"] = since(tl.last_split_create());
+  res.detail["first_assign_s"] = first_assign ? since(first_assign->at) : NAN;
+  res.detail["split_creates"] = tl.split_creates();
+  res.detail["spec_creates"] = tl.spec_creates();
+  res.detail["seeding_s"] = seeding_s;
+  res.detail["completed"] = done;
+  res.detail["cpu_utilisation"] = cpu / std::max(1e-9, ms_between(t0, t_end) / 1000.0);
+  res.detail["load_average_start"] = load0;
+  res.columns = {"step", "at s (from first start)"};
+  res.rows = {
+      {"connections opened (before t0, took)", fmt_num(connect_s, 3)},
+      {"all members joined", fmt_num(ms_between(t0, t_joined) / 1000.0, 3)},
+      {"leader elected", fmt_num(elected ? since(elected->at) : NAN, 3)},
+      {"first seed write", fmt_num(since(tl.first_create()), 3)},
+      {"first assignment published", fmt_num(first_assign ? since(first_assign->at) : NAN, 3)},
+      {fmt::format("every lane filled ({} lanes)", lanes_total), fmt_num(since(t_filled), 3)},
+      {"last split record created", fmt_num(since(tl.last_split_create()), 3)},
+      {"plan published (seeded)", fmt_num(since(tl.plan_published()), 3)},
+      {fmt::format("seeding rate, creates/s ({} creates)", creates),
+       fmt_num(seeding_s > 0 ? creates / seeding_s : NAN, 0)},
+  };
+  if (!done) res.notes.push_back(fmt::format("did not finish within {} s", o.timeout_s));
+  return res;
+}
+
+}  // namespace etlc::bench

@@ -1,0 +1,126 @@
+#include "counting_store.hpp"
+
+#include "core/keys.hpp"
+
+namespace etlc::bench {
+
+Family family_of(std::string_view key) {
+  auto starts = [&](std::string_view p) { return key.substr(0, p.size()) == p; };
+  if (starts(core::kJobPrefix)) return Family::job;
+  if (starts(core::kMemberPrefix)) return Family::member;
+  if (starts(core::kLeasePrefix)) return Family::lease;
+  if (starts(core::kAssignPrefix)) return Family::assign;
+  if (starts(core::kSplitPrefix)) return Family::split;
+  if (starts(core::kSpecPrefix)) return Family::spec;
+  if (starts(core::kCordonPrefix)) return Family::cordon;
+  return Family::other;
+}
+
+std::string_view to_string(Family f) {
+  static constexpr std::array<std::string_view, kFamilies> kNames = {
+      "job", "member", "lease", "assign", "split", "spec", "cordon", "other"};
+  return kNames[static_cast<std::size_t>(f)];
+}
+
+std::uint64_t StoreCounts::total_writes() const {
+  std::uint64_t n = 0;
+  for (auto w : writes) n += w;
+  return n;
+}
+
+std::uint64_t StoreCounts::total_watch_events() const {
+  std::uint64_t n = 0;
+  for (auto w : watch_events) n += w;
+  return n;
+}
+
+StoreCounts StoreCounts::operator-(const StoreCounts& e) const {
+  StoreCounts d;
+  for (std::size_t i = 0; i < kFamilies; ++i) {
+    d.writes[i] = writes[i] - e.writes[i];
+    d.writes_ok[i] = writes_ok[i] - e.writes_ok[i];
+    d.watch_events[i] = watch_events[i] - e.watch_events[i];
+  }
+  d.gets = gets - e.gets;
+  d.lists = lists - e.lists;
+  d.watches_opened = watches_opened - e.watches_opened;
+  return d;
+}
+
+// Counts the events poll() hands to the member (the snapshot included: it is traffic too).
+class CountingWatch final : public Watch {
+ public:
+  CountingWatch(std::unique_ptr<Watch> inner, std::shared_ptr<CountingStore::Counters> counters)
+      : inner_(std::move(inner)), counters_(std::move(counters)) {}
+
+  std::size_t poll(std::vector<WatchEvent>& out, std::size_t max_events) override {
+    const std::size_t first = out.size();
+    const std::size_t n = inner_->poll(out, max_events);
+    for (std::size_t i = first; i < out.size(); ++i) {
+      if (out[i].kind == WatchEvent::Kind::caught_up) continue;
+      counters_->watch_events[static_cast<std::size_t>(family_of(out[i].key))].fetch_add(
+          1, std::memory_order_relaxed);
+    }
+    return n;
+  }
+
+ private:
+  std::unique_ptr<Watch> inner_;
+  std::shared_ptr<CountingStore::Counters> counters_;
+};
+
+CountingStore::CountingStore(std::shared_ptr<KvStore> inner)
+    : inner_(std::move(inner)), counters_(std::make_shared<Counters>()) {}
+
+WriteResult CountingStore::counted(WriteOp op, std::string_view key, std::string_view value,
+                                   WriteResult r) {
+  const auto f = static_cast<std::size_t>(family_of(key));
+  counters_->writes[f].fetch_add(1, std::memory_order_relaxed);
+  if (r.ok) {
+    counters_->writes_ok[f].fetch_add(1, std::memory_order_relaxed);
+    if (observer_) observer_(op, key, value, r.revision);
+  }
+  return r;
+}
+
+WriteResult CountingStore::create(std::string_view key, std::string_view value) {
+  return counted(WriteOp::create, key, value, inner_->create(key, value));
+}
+
+WriteResult CountingStore::update(std::string_view key, std::string_view value, Revision expected) {
+  return counted(WriteOp::update, key, value, inner_->update(key, value, expected));
+}
+
+WriteResult CountingStore::erase(std::string_view key, Revision expected) {
+  return counted(WriteOp::erase, key, {}, inner_->erase(key, expected));
+}
+
+std::optional<Entry> CountingStore::get(std::string_view key) {
+  counters_->gets.fetch_add(1, std::memory_order_relaxed);
+  return inner_->get(key);
+}
+
+std::unique_ptr<Watch> CountingStore::watch(std::string_view prefix, WatchOptions options) {
+  counters_->watches_opened.fetch_add(1, std::memory_order_relaxed);
+  return std::make_unique<CountingWatch>(inner_->watch(prefix, std::move(options)), counters_);
+}
+
+std::vector<Entry> CountingStore::list(std::string_view prefix) {
+  counters_->lists.fetch_add(1, std::memory_order_relaxed);
+  return inner_->list(prefix);
+}
+
+StoreCounts CountingStore::counts() const {
+  StoreCounts c;
+  for (std::size_t i = 0; i < kFamilies; ++i) {
+    c.writes[i] = counters_->writes[i].load(std::memory_order_relaxed);
+    c.writes_ok[i] = counters_->writes_ok[i].load(std::memory_order_relaxed);
+    c.watch_events[i] = counters_->watch_events[i].load(std::memory_order_relaxed);
+  }
+  c.gets = counters_->gets.load(std::memory_order_relaxed);
+  c.lists = counters_->lists.load(std::memory_order_relaxed);
+  c.watches_opened = counters_->watches_opened.load(std::memory_order_relaxed);
+  return c;
+}
+
+}  // namespace etlc::bench

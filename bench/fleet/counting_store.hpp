@@ -1,0 +1,84 @@
+// CountingStore: a KvStore decorator that counts what one member asks of the store and what its
+// watches deliver, by key family, and tells an observer about every write that took effect.
+//
+// The fleet benchmark puts one in front of every member's store connection, so per-member store
+// cost (writes per second, watch events delivered per second) is counted where the member sees
+// it, whatever the backend. The write observer runs on the writing thread right after the inner
+// store acknowledged the write; scenarios use it to timestamp protocol steps (a claim's record
+// CAS, a leader's first publish) without touching the runtime.
+//
+// Thread safety: every method may be called concurrently (counters are atomics). The observer is
+// set before the member starts and must be cheap and thread-safe.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "etlc/store.hpp"
+
+namespace etlc::bench {
+
+// The key families of the protocol (src/core/keys.hpp), plus everything else (probe keys).
+enum class Family : std::uint8_t { job, member, lease, assign, split, spec, cordon, other };
+inline constexpr std::size_t kFamilies = 8;
+Family family_of(std::string_view key);
+std::string_view to_string(Family f);
+
+enum class WriteOp : std::uint8_t { create, update, erase };
+
+struct StoreCounts {
+  std::array<std::uint64_t, kFamilies> writes{};        // successful or not
+  std::array<std::uint64_t, kFamilies> writes_ok{};     // took effect
+  std::array<std::uint64_t, kFamilies> watch_events{};  // put/erase delivered by poll()
+  std::uint64_t gets = 0;
+  std::uint64_t lists = 0;
+  std::uint64_t watches_opened = 0;
+
+  std::uint64_t total_writes() const;
+  std::uint64_t total_watch_events() const;
+  StoreCounts operator-(const StoreCounts& earlier) const;
+};
+
+class CountingStore final : public KvStore {
+ public:
+  // (op, key, value, revision) of a write that took effect; value is empty for erase.
+  using WriteObserver =
+      std::function<void(WriteOp, std::string_view key, std::string_view value, Revision)>;
+
+  explicit CountingStore(std::shared_ptr<KvStore> inner);
+
+  void set_observer(WriteObserver observer) { observer_ = std::move(observer); }
+
+  WriteResult create(std::string_view key, std::string_view value) override;
+  WriteResult update(std::string_view key, std::string_view value, Revision expected) override;
+  WriteResult erase(std::string_view key, Revision expected) override;
+  std::optional<Entry> get(std::string_view key) override;
+  std::unique_ptr<Watch> watch(std::string_view prefix, WatchOptions options) override;
+  std::vector<Entry> list(std::string_view prefix) override;
+
+  StoreCounts counts() const;
+  const std::shared_ptr<KvStore>& inner() const { return inner_; }
+
+ private:
+  friend class CountingWatch;
+  struct Counters {
+    std::array<std::atomic<std::uint64_t>, kFamilies> writes{};
+    std::array<std::atomic<std::uint64_t>, kFamilies> writes_ok{};
+    std::array<std::atomic<std::uint64_t>, kFamilies> watch_events{};
+    std::atomic<std::uint64_t> gets{0};
+    std::atomic<std::uint64_t> lists{0};
+    std::atomic<std::uint64_t> watches_opened{0};
+  };
+  WriteResult counted(WriteOp op, std::string_view key, std::string_view value, WriteResult r);
+
+  std::shared_ptr<KvStore> inner_;
+  std::shared_ptr<Counters> counters_;  // shared with the watches, which may outlive the store
+  WriteObserver observer_;
+};
+
+}  // namespace etlc::bench
