@@ -58,6 +58,19 @@ void Member::reconcile(TimePoint now) {
   }
   if (!assigned) return;  // no instruction is not an instruction to hold nothing
 
+  // Leases of this process for splits it neither holds nor is asked to claim are leftovers of a
+  // claim that failed half-way (lease created, then the record CAS or the give-back failed with a
+  // store error). Nobody may claim those splits while this member lives: give them back (guarded
+  // delete at the revision seen; losing the race to our own earlier delete is fine).
+  std::vector<std::pair<std::string, Revision>> orphans;
+  for (const auto& [id, l] : leases_) {
+    if (l.rec.owner == instance_ && l.rec.nonce == nonce_ && !find_held(id) &&
+        !std::binary_search(assigned->begin(), assigned->end(), id)) {
+      orphans.emplace_back(id, l.rev);
+    }
+  }
+  for (const auto& [id, rev] : orphans) store_->erase(core::lease_key(id), rev);
+
   // held, no longer assigned -> revoke
   for (auto& h : held) {
     if (!std::binary_search(assigned->begin(), assigned->end(), h->id)) begin_revocation(h, now);
@@ -106,12 +119,12 @@ void Member::force_due_revocations(TimePoint now) {
     }
     std::lock_guard io(h->io);
     if (h->gone) continue;
-    metrics_.revocation(declined ? "declined" : "timed_out");
     log().info("etlc: {}: forcing the release of split '{}' ({})", instance_, h->id,
                declined ? "declined" : "drain deadline passed");
     CommitResult r = release_locked(*h);
     if (r.status == CommitStatus::retryable) continue;  // retried next step
     if (r.durable()) {  // (a fenced release already reported the loss as fenced)
+      metrics_.revocation(declined ? "declined" : "timed_out");  // once, when it happened
       metrics_.lost(LossReason::revoked);
       push_event(SplitLost{h->id, LossReason::revoked});
     }
