@@ -1,8 +1,47 @@
 #include "counting_store.hpp"
 
+#include <chrono>
+
 #include "core/keys.hpp"
 
 namespace etlc::bench {
+
+namespace {
+std::int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+void CountingStore::Tracer::add(TraceEntry::Kind kind, std::string_view key, std::int64_t start,
+                                std::int64_t end) {
+  std::lock_guard lk(mu);
+  if (entries.size() < max_entries)
+    entries.push_back(TraceEntry{kind, std::string(key), start, end});
+}
+
+void CountingStore::enable_trace(std::size_t max_entries) {
+  std::lock_guard lk(counters_->tracer.mu);
+  counters_->tracer.max_entries = max_entries;
+  counters_->tracer.entries.reserve(std::min<std::size_t>(max_entries, 1 << 16));
+  counters_->tracer.on = true;
+}
+
+std::vector<TraceEntry> CountingStore::trace() const {
+  std::lock_guard lk(counters_->tracer.mu);
+  return counters_->tracer.entries;
+}
+
+template <typename Call>
+auto CountingStore::traced(TraceEntry::Kind kind, std::string_view key, Call&& call)
+    -> decltype(call()) {
+  if (!counters_->tracer.on.load(std::memory_order_relaxed)) return call();
+  const std::int64_t start = steady_ns();
+  auto out = call();
+  counters_->tracer.add(kind, key, start, steady_ns());
+  return out;
+}
 
 Family family_of(std::string_view key) {
   auto starts = [&](std::string_view p) { return key.substr(0, p.size()) == p; };
@@ -56,8 +95,15 @@ class CountingWatch final : public Watch {
   std::size_t poll(std::vector<WatchEvent>& out, std::size_t max_events) override {
     const std::size_t first = out.size();
     const std::size_t n = inner_->poll(out, max_events);
+    const bool tracing = counters_->tracer.on.load(std::memory_order_relaxed);
+    const std::int64_t at = tracing ? steady_ns() : 0;
     for (std::size_t i = first; i < out.size(); ++i) {
       if (out[i].kind == WatchEvent::Kind::caught_up) continue;
+      if (tracing) {
+        counters_->tracer.add(out[i].kind == WatchEvent::Kind::put ? TraceEntry::Kind::watch_put
+                                                                   : TraceEntry::Kind::watch_erase,
+                              out[i].key, at, at);
+      }
       counters_->watch_events[static_cast<std::size_t>(family_of(out[i].key))].fetch_add(
           1, std::memory_order_relaxed);
     }
@@ -84,24 +130,39 @@ WriteResult CountingStore::counted(WriteOp op, std::string_view key, std::string
 }
 
 WriteResult CountingStore::create(std::string_view key, std::string_view value) {
-  return counted(WriteOp::create, key, value, inner_->create(key, value));
+  return counted(WriteOp::create, key, value,
+                 traced(TraceEntry::Kind::create, key, [&] { return inner_->create(key, value); }));
 }
 
 WriteResult CountingStore::update(std::string_view key, std::string_view value, Revision expected) {
-  return counted(WriteOp::update, key, value, inner_->update(key, value, expected));
+  return counted(WriteOp::update, key, value, traced(TraceEntry::Kind::update, key, [&] {
+                   return inner_->update(key, value, expected);
+                 }));
 }
 
 WriteResult CountingStore::erase(std::string_view key, Revision expected) {
-  return counted(WriteOp::erase, key, {}, inner_->erase(key, expected));
+  return counted(WriteOp::erase, key, {}, traced(TraceEntry::Kind::erase, key, [&] {
+                   return inner_->erase(key, expected);
+                 }));
 }
 
 std::optional<Entry> CountingStore::get(std::string_view key) {
   counters_->gets.fetch_add(1, std::memory_order_relaxed);
-  return inner_->get(key);
+  return traced(TraceEntry::Kind::get, key, [&] { return inner_->get(key); });
 }
 
 std::unique_ptr<Watch> CountingStore::watch(std::string_view prefix, WatchOptions options) {
   counters_->watches_opened.fetch_add(1, std::memory_order_relaxed);
+  if (counters_->tracer.on.load() && options.notify) {
+    options.notify = [inner_notify = std::move(options.notify), counters = counters_,
+                      prefix = std::string(prefix)] {
+      if (counters->tracer.on.load(std::memory_order_relaxed)) {
+        const std::int64_t at = steady_ns();
+        counters->tracer.add(TraceEntry::Kind::notify, prefix, at, at);
+      }
+      inner_notify();
+    };
+  }
   return std::make_unique<CountingWatch>(inner_->watch(prefix, std::move(options)), counters_);
 }
 

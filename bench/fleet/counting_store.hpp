@@ -16,8 +16,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "etlc/store.hpp"
 
@@ -30,6 +32,17 @@ Family family_of(std::string_view key);
 std::string_view to_string(Family f);
 
 enum class WriteOp : std::uint8_t { create, update, erase };
+
+// One traced store call or delivered watch event (tracing is off unless enabled).
+struct TraceEntry {
+  enum class Kind : std::uint8_t { create, update, erase, get, watch_put, watch_erase, notify };
+  Kind kind = Kind::get;
+  std::string key;
+  // Steady clock. Watch events: when poll() returned them. notify: the watch's notify callback
+  // ran (key = the watched prefix).
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+};
 
 struct StoreCounts {
   std::array<std::uint64_t, kFamilies> writes{};        // successful or not
@@ -62,10 +75,21 @@ class CountingStore final : public KvStore {
   std::vector<Entry> list(std::string_view prefix) override;
 
   StoreCounts counts() const;
+
+  // Tracing: every call and delivered watch event is appended (bounded by `max_entries`).
+  void enable_trace(std::size_t max_entries);
+  std::vector<TraceEntry> trace() const;
   const std::shared_ptr<KvStore>& inner() const { return inner_; }
 
  private:
   friend class CountingWatch;
+  struct Tracer {
+    std::mutex mu;
+    std::vector<TraceEntry> entries;
+    std::size_t max_entries = 0;
+    std::atomic<bool> on{false};
+    void add(TraceEntry::Kind kind, std::string_view key, std::int64_t start, std::int64_t end);
+  };
   struct Counters {
     std::array<std::atomic<std::uint64_t>, kFamilies> writes{};
     std::array<std::atomic<std::uint64_t>, kFamilies> writes_ok{};
@@ -73,7 +97,10 @@ class CountingStore final : public KvStore {
     std::atomic<std::uint64_t> gets{0};
     std::atomic<std::uint64_t> lists{0};
     std::atomic<std::uint64_t> watches_opened{0};
+    Tracer tracer;
   };
+  template <typename Call>
+  auto traced(TraceEntry::Kind kind, std::string_view key, Call&& call) -> decltype(call());
   WriteResult counted(WriteOp op, std::string_view key, std::string_view value, WriteResult r);
 
   std::shared_ptr<KvStore> inner_;

@@ -7,12 +7,106 @@
 // event, B's control loop waking, and B's claim (record and spec reads, lease create, record CAS).
 #include <fmt/format.h>
 
+#include <array>
+
+#include "core/keys.hpp"
 #include "etlc/admin.hpp"
 #include "scenarios.hpp"
 
 namespace etlc::bench {
 
 using namespace std::chrono_literals;
+
+namespace {
+
+constexpr std::size_t kTraceEntries = 1 << 20;
+
+struct Sample {
+  std::string id;
+  MemberSlot* from;
+  MemberSlot* to;
+  Time t0;  // release_drained called
+  Time t1;  // release_drained returned
+};
+
+// Where one handoff's time went, from the two members' store traces (ms, relative steps).
+struct Steps {
+  static constexpr std::size_t kCount = 9;
+  static constexpr std::array<const char*, kCount> kNames = {"A: record CAS (owner cleared)",
+                                                             "A: lease delete",
+                                                             "A lease delete acked -> B notified",
+                                                             "B notified -> B polls the event",
+                                                             "B polls -> B's first claim op",
+                                                             "B: get split record",
+                                                             "B: get spec",
+                                                             "B: lease create",
+                                                             "B: record CAS (claim)"};
+  std::array<std::vector<double>, kCount> ms;
+};
+
+const TraceEntry* find_first(const std::vector<TraceEntry>& t, TraceEntry::Kind kind,
+                             const std::string& key, std::int64_t from_ns) {
+  for (const auto& e : t) {
+    if (e.kind == kind && e.start_ns >= from_ns && e.key == key) return &e;
+  }
+  return nullptr;
+}
+
+void attribute(const Sample& s, const std::vector<TraceEntry>& from,
+               const std::vector<TraceEntry>& to, Steps& out) {
+  const std::string skey = core::split_key(s.id);
+  const std::string lkey = core::lease_key(s.id);
+  const std::string pkey = core::spec_key(s.id);
+  const std::int64_t t0 = to_ns(s.t0);
+  using K = TraceEntry::Kind;
+  const TraceEntry* cas = find_first(from, K::update, skey, t0);
+  const TraceEntry* del = find_first(from, K::erase, lkey, t0);
+  const TraceEntry* polled = find_first(to, K::watch_erase, lkey, t0);
+  if (cas == nullptr || del == nullptr || polled == nullptr) return;
+  const TraceEntry* notified = nullptr;
+  for (const auto& e : to) {
+    if (e.kind == K::notify && e.key == core::kLeasePrefix && e.start_ns >= del->start_ns &&
+        e.start_ns <= polled->start_ns) {
+      notified = &e;
+      break;
+    }
+  }
+  const TraceEntry* get_split = find_first(to, K::get, skey, polled->start_ns);
+  const TraceEntry* get_spec = find_first(to, K::get, pkey, polled->start_ns);
+  const TraceEntry* create = find_first(to, K::create, lkey, polled->start_ns);
+  const TraceEntry* claim = find_first(to, K::update, skey, polled->start_ns);
+  if (notified == nullptr || get_split == nullptr || create == nullptr || claim == nullptr) return;
+  auto ms = [](std::int64_t a, std::int64_t b) { return static_cast<double>(b - a) / 1e6; };
+  out.ms[0].push_back(ms(cas->start_ns, cas->end_ns));
+  out.ms[1].push_back(ms(del->start_ns, del->end_ns));
+  out.ms[2].push_back(ms(del->end_ns, notified->start_ns));
+  out.ms[3].push_back(ms(notified->start_ns, polled->start_ns));
+  out.ms[4].push_back(ms(polled->start_ns, get_split->start_ns));
+  out.ms[5].push_back(ms(get_split->start_ns, get_split->end_ns));
+  if (get_spec != nullptr) out.ms[6].push_back(ms(get_spec->start_ns, get_spec->end_ns));
+  out.ms[7].push_back(ms(create->start_ns, create->end_ns));
+  out.ms[8].push_back(ms(claim->start_ns, claim->end_ns));
+}
+
+// Median round trip of sequential gets and CASes on one connection, as the box runs right now.
+std::pair<double, double> calibrate(KvStore& store) {
+  std::vector<double> get_ms, cas_ms;
+  WriteResult w = store.create("fleetbench.calibration", "0");
+  Revision rev = w.ok ? w.revision : store.get("fleetbench.calibration")->revision;
+  for (int i = 0; i < 200; ++i) {
+    Time s = now();
+    store.get("fleetbench.calibration");
+    get_ms.push_back(ms_between(s, now()));
+    s = now();
+    WriteResult r = store.update("fleetbench.calibration", std::to_string(i), rev);
+    cas_ms.push_back(ms_between(s, now()));
+    if (r.ok) rev = r.revision;
+  }
+  store.erase("fleetbench.calibration", rev);
+  return {median(get_ms), median(cas_ms)};
+}
+
+}  // namespace
 
 Result run_handoff(const BackendOptions& bo, const HandoffOptions& o) {
   auto backend = make_backend(bo);
@@ -29,6 +123,8 @@ Result run_handoff(const BackendOptions& bo, const HandoffOptions& o) {
 
   MemberSlot& a = fleet.add("handoff-a");
   MemberSlot& b = fleet.add("handoff-b");
+  a.store->enable_trace(kTraceEntries);
+  b.store->enable_trace(kTraceEntries);
   fleet.start(a);
   if (!Fleet::wait_for([&] { return a.coord->is_leader(); }, 10s))
     throw std::runtime_error("handoff: the first member did not become leader");
@@ -40,6 +136,7 @@ Result run_handoff(const BackendOptions& bo, const HandoffOptions& o) {
   JobAdmin admin(*admin_store);
 
   std::vector<double> total_ms, release_ms, after_release_ms;
+  std::vector<Sample> samples;
   std::size_t missed = 0;
   const Time deadline = now() + std::chrono::seconds(60 + o.handoffs / 2);
 
@@ -63,6 +160,7 @@ Result run_handoff(const BackendOptions& bo, const HandoffOptions& o) {
             ++missed;
             continue;
           }
+          samples.push_back(Sample{*id, m, claim->member == a.id ? &a : &b, t0, t1});
           total_ms.push_back(ms_between(t0, claim->at));
           release_ms.push_back(ms_between(t0, t1));
           after_release_ms.push_back(ms_between(t1, claim->at));
@@ -87,6 +185,16 @@ Result run_handoff(const BackendOptions& bo, const HandoffOptions& o) {
   }
   const double wall = ms_between(started, now()) / 1000.0;
   const double cpu = process_cpu_seconds() - cpu0;
+  const auto [rtt_get_ms, rtt_cas_ms] = calibrate(*admin_store);
+
+  Steps steps;
+  {
+    const auto ta = a.store->trace();
+    const auto tb = b.store->trace();
+    for (const Sample& s : samples) {
+      attribute(s, s.from == &a ? ta : tb, s.to == &a ? ta : tb, steps);
+    }
+  }
 
   Result res;
   res.add("handoff_ms_p50", median(total_ms));
@@ -103,6 +211,12 @@ Result run_handoff(const BackendOptions& bo, const HandoffOptions& o) {
   res.detail["handoff_ms"] = latency_json(total_ms);
   res.detail["release_drained_ms"] = latency_json(release_ms);
   res.detail["claim_after_release_ms"] = latency_json(after_release_ms);
+  res.detail["store_round_trip_ms"] = {{"get_p50", rtt_get_ms}, {"cas_p50", rtt_cas_ms}};
+  Json jsteps = Json::array();
+  for (std::size_t i = 0; i < Steps::kCount; ++i) {
+    jsteps.push_back({{"step", Steps::kNames[i]}, {"ms", latency_json(steps.ms[i])}});
+  }
+  res.detail["steps"] = jsteps;
   res.detail["cpu_utilisation"] = wall > 0 ? cpu / wall : 0.0;
   res.detail["load_average_start"] = load0;
   res.columns = {"phase", "n", "p50 ms", "p90 ms", "p99 ms", "max ms"};
@@ -114,6 +228,11 @@ Result run_handoff(const BackendOptions& bo, const HandoffOptions& o) {
   row("release_drained -> claim durable", total_ms);
   row("  release_drained call", release_ms);
   row("  release returned -> claim durable", after_release_ms);
+  for (std::size_t i = 0; i < Steps::kCount; ++i) {
+    row(fmt::format("    {}", Steps::kNames[i]).c_str(), steps.ms[i]);
+  }
+  res.rows.push_back({"store round trip now: get / CAS (p50)", "200",
+                      fmt_num(rtt_get_ms, 3) + " / " + fmt_num(rtt_cas_ms, 3), "", "", ""});
   if (missed > 0)
     res.notes.push_back(fmt::format("{} handoffs missed (no claim within 5 s)", missed));
   return res;
