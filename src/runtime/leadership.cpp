@@ -40,16 +40,35 @@ void Member::lead(TimePoint now) {
 
 void Member::try_elect(TimePoint now) {
   (void)now;
-  if (!w_job_.caught_up || !w_members_.caught_up || leader_view_) return;
-  const std::uint64_t base = plan_view_ ? plan_view_->first.term : 0;
-  core::LeaderRecord rec{instance_, nonce_, base + 1};
-  WriteResult r = store_->create(core::kLeaderKey, core::encode(rec));
-  if (!r.ok) return;  // someone else won; the watch will tell us who
+  if (!w_job_.caught_up || !w_members_.caught_up) return;
+  core::LeaderRecord rec;
+  Revision rev = 0;
+  if (leader_view_) {
+    // A leader record of this very process that it does not act on: an election whose create
+    // had an unknown outcome, or whose term-taking failed half-way (a store error, lost races).
+    // Nobody else can be elected while our session lives, so finish the election.
+    if (leader_view_->first.owner != instance_ || leader_view_->first.nonce != nonce_) return;
+    rec = leader_view_->first;
+    rev = leader_view_->second;
+  } else {
+    const std::uint64_t base = plan_view_ ? plan_view_->first.term : 0;
+    rec = core::LeaderRecord{instance_, nonce_, base + 1};
+    WriteResult r = store_->create(core::kLeaderKey, core::encode(rec));
+    if (!r.ok) return;  // someone else won; the watch will tell us who
+    rev = r.revision;
+  }
   leader_ = true;
   term_ = rec.term;
-  leader_rev_ = r.revision;
-  leader_view_ = std::make_pair(rec, r.revision);
-  if (!take_term()) {
+  leader_rev_ = rev;
+  leader_view_ = std::make_pair(rec, rev);
+  bool took = false;
+  try {
+    took = take_term();
+  } catch (const StoreError&) {
+    leader_ = false;  // not leading yet: a later step finishes the election from our record
+    throw;
+  }
+  if (!took) {
     step_down("could not take the plan term");
     return;
   }
