@@ -1,8 +1,10 @@
 #include "bench.hpp"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -24,9 +26,34 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 struct Measured {
-  double seconds = 0;
+  double seconds = 0;      // wall clock
+  double cpu_seconds = 0;  // user + system time of this process (every thread)
   std::uint64_t rows = 0;
 };
+
+double cpu_now() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  auto secs = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
+  return secs(ru.ru_utime) + secs(ru.ru_stime);
+}
+
+// Runs `once` `repeat` times; returns the run with the median wall time.
+template <typename F>
+Measured median_of(std::uint32_t repeat, F&& once) {
+  std::vector<Measured> runs;
+  for (std::uint32_t i = 0; i < repeat; ++i) {
+    const double cpu0 = cpu_now();
+    Measured m = once();
+    m.cpu_seconds = cpu_now() - cpu0;
+    runs.push_back(m);
+  }
+  std::sort(runs.begin(), runs.end(),
+            [](const Measured& a, const Measured& b) { return a.seconds < b.seconds; });
+  return runs[runs.size() / 2];
+}
 
 // Reads every input page once, so every configuration runs on a warm page cache.
 std::uint64_t warm_cache(const Listing& listing) {
@@ -87,10 +114,13 @@ Measured plain_loop(const Listing& listing, const fs::path& out_dir, std::int64_
   return m;
 }
 
-void row(const char* config, std::uint32_t lanes, const Measured& m, double bytes, double plain_s) {
-  std::printf("| %-28s | %5u | %7.2f | %8.1f | %9s | %6.2fx |\n", config, lanes, m.seconds,
-              bytes / m.seconds / 1e6, human_count(static_cast<double>(m.rows) / m.seconds).c_str(),
-              plain_s / m.seconds);
+void row(const std::string& config, std::uint32_t lanes, const Measured& m, double bytes,
+         const Measured& plain) {
+  std::printf("| %-28s | %5u | %7.2f | %8.1f | %9s | %6.2fx | %6.2f | %+7.1f%% |\n", config.c_str(),
+              lanes, m.seconds, bytes / m.seconds / 1e6,
+              human_count(static_cast<double>(m.rows) / m.seconds).c_str(),
+              plain.seconds / m.seconds, m.cpu_seconds,
+              (m.cpu_seconds / plain.cpu_seconds - 1.0) * 100.0);
   std::fflush(stdout);
 }
 
@@ -99,20 +129,24 @@ void row(const char* config, std::uint32_t lanes, const Measured& m, double byte
 int bench(const BenchOptions& o) {
   const Listing listing = list_input(o.input);
   const double bytes = static_cast<double>(listing.total_bytes);
-  std::printf("input: %zu files, %s; %u hardware threads; warm page cache\n\n",
-              listing.files.size(), human_bytes(bytes).c_str(),
-              std::thread::hardware_concurrency());
+  std::printf("input: %zu files, %s; %u hardware threads; warm page cache; median of %u runs\n\n",
+              listing.files.size(), human_bytes(bytes).c_str(), std::thread::hardware_concurrency(),
+              o.repeat);
   (void)warm_cache(listing);
-  std::printf("| %-28s | %5s | %7s | %8s | %9s | %7s |\n", "configuration", "lanes", "time s",
-              "MB/s", "rows/s", "speed");
-  std::printf("|%s|%s|%s|%s|%s|%s|\n", std::string(30, '-').c_str(), std::string(7, '-').c_str(),
-              std::string(9, '-').c_str(), std::string(10, '-').c_str(),
-              std::string(11, '-').c_str(), std::string(9, '-').c_str());
+  std::printf("| %-28s | %5s | %7s | %8s | %9s | %7s | %6s | %8s |\n", "configuration", "lanes",
+              "time s", "MB/s", "rows/s", "speed", "CPU s", "CPU +/-");
+  std::printf(
+      "|%s|%s|%s|%s|%s|%s|%s|%s|\n", std::string(30, '-').c_str(), std::string(7, '-').c_str(),
+      std::string(9, '-').c_str(), std::string(10, '-').c_str(), std::string(11, '-').c_str(),
+      std::string(9, '-').c_str(), std::string(8, '-').c_str(), std::string(10, '-').c_str());
 
   const fs::path plain_dir = o.output / "plain";
-  const Measured plain = plain_loop(listing, plain_dir, o.commit_interval_ms);
-  fs::remove_all(plain_dir);
-  row("plain loop, no library", 1, plain, bytes, plain.seconds);
+  const Measured plain = median_of(o.repeat, [&] {
+    Measured m = plain_loop(listing, plain_dir, o.commit_interval_ms);
+    fs::remove_all(plain_dir);
+    return m;
+  });
+  row("plain loop, no library", 1, plain, bytes, plain);
 
   struct Config {
     std::uint32_t members, lanes;
@@ -130,10 +164,15 @@ int bench(const BenchOptions& o) {
     r.commit_interval_ms = o.commit_interval_ms;
     r.lease_ms = o.lease_ms;
     r.progress = "none";
-    fs::remove_all(r.output);
-    RunTotals t;
-    const int rc = run_job(r, &t);
-    fs::remove_all(r.output);
+    int rc = 0;
+    const Measured m = median_of(o.repeat, [&] {
+      fs::remove_all(r.output);
+      RunTotals t;
+      const int one = run_job(r, &t);
+      if (one != 0) rc = one;
+      fs::remove_all(r.output);
+      return Measured{t.seconds, 0, t.rows};
+    });
     if (rc != 0) {
       std::fprintf(stderr, "error: the run with %u members failed (exit %d)\n", c.members, rc);
       code = 1;
@@ -142,11 +181,12 @@ int bench(const BenchOptions& o) {
     const std::string name = std::to_string(c.members) + (c.members == 1 ? " member" : " members") +
                              ", " + std::to_string(c.lanes) + (c.lanes == 1 ? " lane" : " lanes") +
                              " each";
-    row(name.c_str(), c.members * c.lanes, Measured{t.seconds, t.rows}, bytes, plain.seconds);
+    row(name, c.members * c.lanes, m, bytes, plain);
   }
   std::printf(
-      "\nspeed = plain loop time / configuration time (wall clock, from start to the job's "
-      "completion, coordination included)\n");
+      "\nspeed = plain loop wall time / configuration wall time (from start to the job's "
+      "completion, coordination included). CPU s = user + system time of all threads; CPU +/- = "
+      "that relative to the plain loop: the cost of coordination, lanes and threads.\n");
   return code;
 }
 

@@ -16,6 +16,7 @@ struct BenchOptions {
   std::uint64_t split_bytes = 8ull << 20;
   std::int64_t commit_interval_ms = 1000;
   std::int64_t lease_ms = 3000;
+  std::uint32_t repeat = 3;  // runs per configuration; the median (by wall time) is reported
 };
 
 // Prints a Markdown table; returns a process exit code.

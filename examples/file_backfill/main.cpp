@@ -75,6 +75,9 @@ int main(int argc, char** argv) {
   be->add_option("--split-bytes", b.split_bytes, "target split size")->capture_default_str();
   be->add_option("--commit-interval-ms", b.commit_interval_ms, "progress commit interval")
       ->capture_default_str();
+  be->add_option("--repeat", b.repeat, "runs per configuration (the median is reported)")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
 
   CLI11_PARSE(app, argc, argv);
 

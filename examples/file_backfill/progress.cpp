@@ -53,7 +53,7 @@ std::string ProgressDisplay::render(const ProgressSample& s) {
   for (const MemberLoad& m : s.members) {
     line += " " + m.id + ":" + (m.crashed ? std::string("down") : std::to_string(m.lanes));
   }
-  std::snprintf(buf, sizeof buf, " | moves %llu takeovers %llu lost %llu",
+  std::snprintf(buf, sizeof buf, " | moves %llu resumed %llu lost %llu",
                 static_cast<unsigned long long>(s.moves),
                 static_cast<unsigned long long>(s.takeovers),
                 static_cast<unsigned long long>(s.lost));

@@ -25,7 +25,7 @@ struct ProgressSample {
   std::uint64_t rows_read = 0;
   std::vector<MemberLoad> members;
   std::uint64_t moves = 0;      // cooperative drains (the leader moved a split)
-  std::uint64_t takeovers = 0;  // grants that resumed someone's committed progress
+  std::uint64_t takeovers = 0;  // grants that resumed committed progress (takeovers, moves)
   std::uint64_t lost = 0;       // lanes stopped because their split was lost
 };
 

@@ -415,8 +415,8 @@ int run_job(const RunOptions& o, RunTotals* totals) {
             static_cast<unsigned long long>(t.rows_written), static_cast<unsigned long long>(dups));
       }
       std::printf(
-          "  ownership      %llu takeovers (resumed from a commit), %llu moves (drained), %llu "
-          "lanes lost\n",
+          "  ownership      %llu grants resumed from a commit, %llu moves (drained), %llu lanes "
+          "lost\n",
           static_cast<unsigned long long>(takeovers), static_cast<unsigned long long>(moves),
           static_cast<unsigned long long>(lost));
       if (killed) {

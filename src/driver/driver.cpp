@@ -100,11 +100,10 @@ std::optional<DriverResult> Driver::step() {
   if (!workers_.empty()) throw UsageError("Driver::step is for manual mode only");
   started_ = true;
   if (auto r = control(std::chrono::milliseconds(0))) return r;
-  std::vector<std::shared_ptr<Slot>> batch;
+  std::deque<std::shared_ptr<Slot>> batch;
   {
     std::lock_guard lk(mu_);
-    batch.assign(ready_.begin(), ready_.end());
-    ready_.clear();
+    batch.swap(ready_);
     for (auto& s : batch) s->where = Slot::Where::running;
   }
   for (auto& s : batch) after_turn(s, turn(*s));
