@@ -15,7 +15,7 @@ SignalWatcher::SignalWatcher(std::function<void(int)> on_signal)
   sigaddset(&set_, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set_, &old_);
   thread_ = std::thread([this] {
-    const timespec slice{0, 100'000'000};  // wake up to notice the destructor
+    const timespec slice{0, 20'000'000};  // wake up to notice the destructor (exit latency)
     while (!stop_.load()) {
       const int sig = sigtimedwait(&set_, nullptr, &slice);
       if (sig <= 0) continue;
