@@ -26,16 +26,6 @@ std::string probe_prefix() {
   return fmt::format("_etlc_probe.{:016x}.", nonce);
 }
 
-// validate_prefix, plus a rule it misses: the part before the final '.' must itself be a valid
-// key, so "a.." (an empty last token, and the invalid NATS filter "a..>") is rejected too.
-void validate_nats_prefix(std::string_view prefix) {
-  validate_prefix(prefix);
-  if (prefix.size() >= 2 && prefix[prefix.size() - 2] == '.') {
-    throw StoreError(StoreErrc::invalid_argument,
-                     fmt::format("prefix '{}' has an empty token before its final '.'", prefix));
-  }
-}
-
 }  // namespace
 
 NatsStore::NatsStore(NatsStoreOptions options) : core_(std::make_shared<Core>(std::move(options))) {
@@ -134,7 +124,7 @@ std::optional<Entry> NatsStore::get(std::string_view key) {
 }
 
 std::unique_ptr<Watch> NatsStore::watch(std::string_view prefix, WatchOptions options) {
-  validate_nats_prefix(prefix);
+  validate_prefix(prefix);
   if (options.max_pending == 0 || options.max_pending > kMaxWatchPending) {
     throw StoreError(StoreErrc::invalid_argument,
                      fmt::format("WatchOptions::max_pending must be in [1, {}], got {}",
@@ -153,7 +143,7 @@ std::unique_ptr<Watch> NatsStore::watch(std::string_view prefix, WatchOptions op
 }
 
 std::vector<Entry> NatsStore::list(std::string_view prefix) {
-  validate_nats_prefix(prefix);
+  validate_prefix(prefix);
   return nats_detail::list_from_consumer(*core_, prefix);
 }
 
