@@ -74,6 +74,7 @@ Result run_cold_start(const BackendOptions& bo, const ColdStartOptions& o) {
   res.detail["completed"] = done;
   res.detail["cpu_utilisation"] = cpu / std::max(1e-9, ms_between(t0, t_end) / 1000.0);
   res.detail["load_average_start"] = load0;
+  res.detail["watches_broken"] = fleet.watches_broken();
   res.columns = {"step", "at s (from first start)"};
   res.rows = {
       {"connections opened (before t0, took)", fmt_num(connect_s, 3)},
@@ -87,6 +88,9 @@ Result run_cold_start(const BackendOptions& bo, const ColdStartOptions& o) {
       {fmt::format("seeding rate, creates/s ({} creates)", creates),
        fmt_num(seeding_s > 0 ? creates / seeding_s : NAN, 0)},
   };
+  if (const auto wb = fleet.watches_broken(); wb > 0) {
+    res.notes.push_back(fmt::format("{} watch(es) broke and were re-opened during the run", wb));
+  }
   if (!done) res.notes.push_back(fmt::format("did not finish within {} s", o.timeout_s));
   return res;
 }

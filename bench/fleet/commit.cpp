@@ -5,6 +5,8 @@
 // delivered to it: that is part of the cost on a shared box.
 #include <fmt/format.h>
 
+#include <map>
+
 #include "scenarios.hpp"
 
 namespace etlc::bench {
@@ -18,6 +20,7 @@ struct Run {
   std::uint64_t other = 0;
   double seconds = 0;
   std::vector<double> latency_ms;
+  std::map<std::string, std::uint64_t> not_durable;  // status: detail -> count
 };
 
 // Watermarks start at `base` (above anything an earlier run committed: they never go back).
@@ -31,6 +34,7 @@ Run commit_for(Coordinator& c, const std::vector<std::string>& ids, double secon
   for (const std::string& id : ids) {
     threads.emplace_back([&, id] {
       std::vector<double> lat;
+      std::map<std::string, std::uint64_t> why;
       std::uint64_t ok = 0, bad = 0, wm = base;
       while (now() < end) {
         const Time s = now();
@@ -41,6 +45,7 @@ Run commit_for(Coordinator& c, const std::vector<std::string>& ids, double secon
           lat.push_back(ms_between(s, e));
         } else {
           ++bad;
+          ++why[fmt::format("{}: {}", to_string(r.status), r.detail)];
           if (r.status == CommitStatus::fenced) break;
         }
       }
@@ -48,6 +53,7 @@ Run commit_for(Coordinator& c, const std::vector<std::string>& ids, double secon
       out.durable += ok;
       out.other += bad;
       out.latency_ms.insert(out.latency_ms.end(), lat.begin(), lat.end());
+      for (const auto& [k, n] : why) out.not_durable[k] += n;
     });
   }
   for (auto& t : threads) t.join();
@@ -103,6 +109,21 @@ Result run_commit(const BackendOptions& bo, const CommitOptions& o) {
                               {"latency_ms", latency_json(par.latency_ms)},
                               {"cpu_utilisation", (cpu2 - cpu1) / par.seconds}};
   res.detail["load_average_start"] = load0;
+  res.detail["watches_broken"] = fleet.watches_broken();
+  if (const auto wb = fleet.watches_broken(); wb > 0) {
+    res.notes.push_back(fmt::format("{} watch(es) broke and were re-opened during the run", wb));
+  }
+  for (std::size_t i = 0; i < work.lost_by_reason.size(); ++i) {
+    if (const auto n = work.lost_by_reason[i].load(); n > 0) {
+      res.notes.push_back(
+          fmt::format("the worker lost {} split(s): {}", n, to_string(static_cast<LossReason>(i))));
+    }
+  }
+  for (const Run* r : {&seq, &par}) {
+    for (const auto& [k, n] : r->not_durable) {
+      res.notes.push_back(fmt::format("{} x not durable ({})", n, k));
+    }
+  }
   res.columns = {"mode", "threads", "commits/s", "p50 ms", "p99 ms", "not durable", "cpu"};
   res.rows = {
       {"sequential (one lane)", "1", fmt_num(rate(seq), 0), fmt_num(median(seq.latency_ms), 3),

@@ -26,6 +26,7 @@ Result run_failover(const BackendOptions& bo, const FailoverOptions& o) {
   fo.base.rebalance_delay = std::chrono::milliseconds(o.rebalance_delay_ms);
   fo.base.drain_deadline = std::chrono::milliseconds(std::max<std::int64_t>(o.op_timeout_ms, 1000));
   fo.base.max_in_flight = static_cast<std::uint32_t>(o.splits);  // survivors have room
+  fo.base.max_attempts = 1000;  // every kill is a takeover (poison evidence): never quarantine
   Fleet fleet(*backend, fo);
 
   std::size_t next_id = 0;
@@ -125,6 +126,10 @@ Result run_failover(const BackendOptions& bo, const FailoverOptions& o) {
                           {"floor_ms", floor_ms},
                           {"target_excess_ms", 100}};
   res.detail["rounds"] = rounds;
+  res.detail["watches_broken"] = fleet.watches_broken();
+  if (const auto wb = fleet.watches_broken(); wb > 0) {
+    res.notes.push_back(fmt::format("{} watch(es) broke and were re-opened during the run", wb));
+  }
   res.columns = {"figure", "n", "p50 ms", "max ms"};
   auto row = [&](const std::string& name, const std::vector<double>& v) {
     res.rows.push_back(

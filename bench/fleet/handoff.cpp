@@ -219,6 +219,10 @@ Result run_handoff(const BackendOptions& bo, const HandoffOptions& o) {
   res.detail["steps"] = jsteps;
   res.detail["cpu_utilisation"] = wall > 0 ? cpu / wall : 0.0;
   res.detail["load_average_start"] = load0;
+  res.detail["watches_broken"] = fleet.watches_broken();
+  if (const auto wb = fleet.watches_broken(); wb > 0) {
+    res.notes.push_back(fmt::format("{} watch(es) broke and were re-opened during the run", wb));
+  }
   res.columns = {"phase", "n", "p50 ms", "p90 ms", "p99 ms", "max ms"};
   auto row = [&](const char* name, const std::vector<double>& v) {
     res.rows.push_back({name, std::to_string(v.size()), fmt_num(median(v), 3),

@@ -28,6 +28,7 @@ class MemoryBackend final : public Backend {
   std::shared_ptr<KvStore> connect(const std::string&) override { return store_; }
   void disconnect(const std::shared_ptr<KvStore>&) override {}
   std::string name() const override { return "memory"; }
+  std::uint64_t watches_broken(const std::shared_ptr<KvStore>&) const override { return 0; }
 
  private:
   std::shared_ptr<MemoryStore> store_ = std::make_shared<MemoryStore>();
@@ -60,6 +61,10 @@ class NatsBackend final : public Backend {
     if (auto* n = dynamic_cast<NatsStore*>(store.get())) n->close();
   }
   std::string name() const override { return "nats"; }
+  std::uint64_t watches_broken(const std::shared_ptr<KvStore>& store) const override {
+    auto* n = dynamic_cast<NatsStore*>(store.get());
+    return n != nullptr ? n->stats().watches_broken : 0;
+  }
 
  private:
   std::unique_ptr<testing::NatsServer> server_;
@@ -370,8 +375,9 @@ void Fleet::user_loop(MemberSlot& m) {
         }
         revoke_cv_.notify_all();
       }
-    } else if (std::holds_alternative<SplitLost>(*e)) {
+    } else if (auto* l = std::get_if<SplitLost>(&*e)) {
       ++m.lost;
+      ++m.lost_by_reason[static_cast<std::size_t>(l->reason) % m.lost_by_reason.size()];
     } else if (auto* f = std::get_if<Fatal>(&*e)) {
       ++m.fatal;
       fmt::print(stderr, "fleet_bench: member {} fatal: {}\n", m.id, f->message);
@@ -410,6 +416,12 @@ MemberSlot* Fleet::leader() const {
     if (m->coord->is_leader()) return m;
   }
   return nullptr;
+}
+
+std::uint64_t Fleet::watches_broken() const {
+  std::uint64_t n = 0;
+  for (const auto& m : members_) n += backend_.watches_broken(m->connection);
+  return n;
 }
 
 std::size_t Fleet::held_total() const {

@@ -4,6 +4,7 @@
 // steps observed at the store (claims, leader records, assignment publishes, seeding).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -55,6 +56,8 @@ class Backend {
   // Closes a member's connection (a crashed process's socket closes). No-op for memory.
   virtual void disconnect(const std::shared_ptr<KvStore>& store) = 0;
   virtual std::string name() const = 0;
+  // Watches this connection's store broke so far (NATS: NatsStoreStats::watches_broken).
+  virtual std::uint64_t watches_broken(const std::shared_ptr<KvStore>& store) const = 0;
 };
 
 struct BackendOptions {
@@ -148,6 +151,7 @@ struct MemberSlot {
   std::atomic<std::uint64_t> granted{0};
   std::atomic<std::uint64_t> revoked{0};
   std::atomic<std::uint64_t> lost{0};
+  std::array<std::atomic<std::uint64_t>, 8> lost_by_reason{};  // indexed by LossReason
   std::atomic<std::uint64_t> fatal{0};
   std::atomic<std::int64_t> last_renew_ns{0};  // last acknowledged session write (ns, steady)
 };
@@ -178,6 +182,9 @@ class Fleet {
   Timeline& timeline() { return timeline_; }
   const std::shared_ptr<Planner>& planner() const { return planner_; }
 
+  // Watches broken so far, summed over every member's connection (each break is a re-watch
+  // and a fresh snapshot).
+  std::uint64_t watches_broken() const;
   // Total splits held by live members.
   std::size_t held_total() const;
   // Every live member holds exactly what its assignment names (and has one), and no revocation

@@ -87,6 +87,10 @@ Result run_scale_out(const BackendOptions& bo, const ScaleOutOptions& o) {
                           {"lanes", o.lanes},
                           {"assignment_interval_ms", fo.base.assignment_interval.count()}};
   res.detail["initial_fill_s"] = setup_s;
+  res.detail["watches_broken"] = fleet.watches_broken();
+  if (const auto wb = fleet.watches_broken(); wb > 0) {
+    res.notes.push_back(fmt::format("{} watch(es) broke and were re-opened during the run", wb));
+  }
   res.detail["joined_s"] = ms_between(t0, t_joined) / 1000.0;
   res.detail["revocations"] = revocations;
   res.detail["still_balanced_1s_later"] = still_balanced;

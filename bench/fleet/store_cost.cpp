@@ -31,6 +31,7 @@ struct Cell {
   std::uint64_t claims_in_window = 0;
   double cpu_utilisation = 0;
   double load_start = 0;
+  std::uint64_t watches_broken_in_window = 0;
 };
 
 Cell measure(const BackendOptions& bo, const StoreCostOptions& o, std::size_t members,
@@ -70,6 +71,7 @@ Cell measure(const BackendOptions& bo, const StoreCostOptions& o, std::size_t me
 
   std::vector<StoreCounts> before;
   for (auto* m : all) before.push_back(m->store->counts());
+  const std::uint64_t broken0 = fleet.watches_broken();
   const Time t0 = now();
   const double cpu0 = process_cpu_seconds();
   std::this_thread::sleep_for(
@@ -78,6 +80,7 @@ Cell measure(const BackendOptions& bo, const StoreCostOptions& o, std::size_t me
   const double cpu1 = process_cpu_seconds();
   c.window_s = ms_between(t0, t1) / 1000.0;
   c.claims_in_window = fleet.timeline().claims_since(t0);
+  c.watches_broken_in_window = fleet.watches_broken() - broken0;
   MemberSlot* leader = fleet.leader();
   std::vector<double> worker_watch;
   StoreCounts sum;
@@ -148,6 +151,7 @@ Result run_store_cost(const BackendOptions& bo, const StoreCostOptions& o) {
       j["claims_in_window"] = c.claims_in_window;
       j["cpu_utilisation"] = c.cpu_utilisation;
       j["load_average_start"] = c.load_start;
+      j["watches_broken_in_window"] = c.watches_broken_in_window;
       cells.push_back(j);
       worst_ratio = std::max(worst_ratio, c.writes_per_s / c.expected_heartbeat_per_s);
       res.rows.push_back({std::to_string(m), std::to_string(s), fmt_num(c.setup_s, 1),
