@@ -337,11 +337,13 @@ WorkState sticky_and_fill(const AssignmentInput& in) {
 }
 
 // Pass 3. A move (split s on member f, to member t with a free lane) is admitted iff
-// load(f) > load(t) + w(s). For a given f, the best target is the lightest member with a free
-// lane (any admitted target could be replaced by it), and f can give something to it iff
-// load(f) - minw(f) > load(lightest), where minw(f) is f's lightest split. So with
+// w(s) > 0 and load(f) > load(t) + w(s) — exactly when it lowers the sum of squared loads (a
+// zero-weight split changes no load, so moving it would be a drain for nothing). For a given f,
+// the best target is the lightest member with a free lane (any admitted target could be replaced
+// by it), and f can give something to it iff load(f) - minw(f) > load(lightest), where minw(f)
+// is f's lightest split of positive weight. So with
 //   open   = min-heap of members with a free lane, by load
-//   excess = max-heap of members holding splits, by load - minw
+//   excess = max-heap of members holding positive-weight splits, by load - minw
 // an admitted move exists iff excess.top's key > load(open.top) — an O(1) check that is also the
 // exact local-optimality test (docs/work-assignment.md has the argument). Each step moves, from
 // excess.top to open.top, the split whose weight is nearest half their load difference (the
@@ -354,17 +356,21 @@ void improve(WorkState& st) {
   const std::size_t s_count = in.splits.size();
   if (m_count < 2) return;
 
+  // movable[m]: m's splits of positive weight (the only ones pass 3 moves); minw[m]: the
+  // lightest of them (meaningless when movable[m] == 0).
+  std::vector<std::uint32_t> movable(m_count, 0);
   std::vector<std::uint64_t> minw(m_count, kMaxWeight);
   for (std::size_t j = 0; j < s_count; ++j) {
     const std::int32_t m = st.at[j];
-    if (m != kNoMember) {
-      auto& w = minw[static_cast<std::size_t>(m)];
-      w = std::min(w, st.weight[j]);
+    if (m != kNoMember && st.weight[j] > 0) {
+      const auto mm = static_cast<std::size_t>(m);
+      ++movable[mm];
+      minw[mm] = std::min(minw[mm], st.weight[j]);
     }
   }
   std::vector<WideLoad> excess(m_count, 0);
   auto rekey = [&](std::size_t m) {
-    excess[m] = st.count[m] == 0 ? WideLoad{0} : st.load[m] - minw[m];
+    excess[m] = movable[m] == 0 ? WideLoad{0} : st.load[m] - minw[m];
   };
   for (std::size_t m = 0; m < m_count; ++m) rekey(m);
 
@@ -381,7 +387,7 @@ void improve(WorkState& st) {
   for (std::size_t m = 0; m < m_count; ++m) {
     const auto h = static_cast<std::uint32_t>(m);
     if (st.has_free_lane(m)) open.push(h);
-    if (st.count[m] > 0) givers.push(h);
+    if (movable[m] > 0) givers.push(h);
   }
 
   // Lazily built per-member split sets ordered by (weight, rank).
@@ -398,21 +404,22 @@ void improve(WorkState& st) {
   using SplitSet = std::pmr::set<Entry>;
   std::vector<std::unique_ptr<SplitSet>> sets(m_count);
   // Snapshot of the placement, taken when the first move is made: each member's (weight, rank)
-  // entries, contiguous, written in one sequential pass over the splits (reading weights member
-  // by member instead would be a cache miss per split).
+  // entries of positive weight, contiguous, written in one sequential pass over the splits (reading
+  // weights member by member instead would be a cache miss per split).
   std::vector<std::uint32_t> csr_offset;
   std::vector<Entry> csr_items;
   std::vector<std::vector<Entry>> arrived(m_count);  // placed after the snapshot
   auto snapshot = [&]() {
     csr_offset.assign(m_count + 1, 0);
+    auto listed = [&st](std::size_t j) { return st.at[j] != kNoMember && st.weight[j] > 0; };
     for (std::size_t j = 0; j < s_count; ++j) {
-      if (st.at[j] != kNoMember) ++csr_offset[static_cast<std::size_t>(st.at[j]) + 1];
+      if (listed(j)) ++csr_offset[static_cast<std::size_t>(st.at[j]) + 1];
     }
     for (std::size_t m = 0; m < m_count; ++m) csr_offset[m + 1] += csr_offset[m];
     csr_items.resize(csr_offset[m_count]);
     std::vector<std::uint32_t> cursor(csr_offset.begin(), csr_offset.end() - 1);
     for (std::size_t j = 0; j < s_count; ++j) {
-      if (st.at[j] != kNoMember) {
+      if (listed(j)) {
         csr_items[cursor[static_cast<std::size_t>(st.at[j])]++] =
             Entry{st.weight[j], st.split_rank[j]};
       }
@@ -429,7 +436,7 @@ void improve(WorkState& st) {
       std::sort(scratch.begin(), scratch.end());
       auto set = std::make_unique<SplitSet>(&arena);
       for (const Entry& e : scratch) set->insert(set->end(), e);
-      assert(set->size() == st.count[m]);
+      assert(set->size() == movable[m]);
       arrived[m] = std::vector<Entry>();
       sets[m] = std::move(set);
     }
@@ -452,7 +459,7 @@ void improve(WorkState& st) {
     }
     assert(f != t);
     SplitSet& from = materialize(f);
-    const WideLoad diff = st.load[f] - st.load[t];  // > minw(f) >= 0
+    const WideLoad diff = st.load[f] - st.load[t];  // > minw(f) > 0
     const WideLoad half = diff / 2;
     auto it = half > WideLoad{kMaxWeight}
                   ? from.end()
@@ -476,9 +483,10 @@ void improve(WorkState& st) {
     // Take j off f and re-key f in both heaps, then put it on t and re-key t (one key change
     // at a time keeps each heap update a single-element repair).
     st.move(j, kNoMember);
+    --movable[f];
     minw[f] = from.empty() ? kMaxWeight : from.begin()->weight;
     rekey(f);
-    givers.set(f, st.count[f] > 0);
+    givers.set(f, movable[f] > 0);
     open.set(f, st.has_free_lane(f));
 
     st.move(j, static_cast<std::int32_t>(t));
@@ -487,6 +495,7 @@ void improve(WorkState& st) {
     } else {
       arrived[t].push_back(Entry{w, st.split_rank[j]});
     }
+    ++movable[t];
     minw[t] = std::min(minw[t], w);
     rekey(t);
     givers.set(t, true);

@@ -10,8 +10,9 @@
 //   1. sticky  — a split stays with its holder (previous assignee, else lease owner, else record
 //                owner) if that member has a lane left; a move costs a drain.
 //   2. fill    — unplaced splits, heaviest first, go to the least-loaded member with a free lane.
-//   3. improve — while a split can move from `from` to a member `to` with a free lane such that
-//                load(from) > load(to) + weight, move one; stop at a local optimum.
+//   3. improve — while a split of positive weight can move from `from` to a member `to` with a
+//                free lane such that load(from) > load(to) + weight (exactly the moves that lower
+//                the sum of squared loads), move one; stop at a local optimum.
 // Splits beyond the fleet's lane budget stay unassigned: they are the queue.
 //
 // Cost: O((S + moves) · log M) time and O(S + M) memory for S splits and M members (plus the

@@ -20,9 +20,10 @@ inline std::uint64_t saturate64(WideLoad x) noexcept {
 }
 
 // The admission rule of pass 3: moving a split of `weight` from a member of load `from` to a
-// member of load `to` is improving iff from > to + weight (exact; no overflow possible).
+// member of load `to` is improving iff weight > 0 and from > to + weight — exactly when the move
+// lowers the sum of squared loads (exact; no overflow possible).
 inline bool improves(WideLoad from, WideLoad to, std::uint64_t weight) noexcept {
-  return from > to + WideLoad{weight};
+  return weight > 0 && from > to + WideLoad{weight};
 }
 
 // The working state between passes. Indices are input indices; order-sensitive choices use the

@@ -59,7 +59,8 @@ inline std::optional<std::string> structural_violation(const core::AssignmentInp
 }
 
 // Brute force over every (assigned split, other member with a free lane) pair: the first move
-// with load(from) > load(to) + weight, described, or nullopt if the assignment is locally optimal.
+// with weight > 0 and load(from) > load(to) + weight — one that lowers the sum of squared loads —
+// described, or nullopt if the assignment is locally optimal.
 inline std::optional<std::string> improving_move(const core::AssignmentInput& in,
                                                  const core::Assignment& out) {
   const auto load = exact_loads(in, out);
@@ -68,7 +69,7 @@ inline std::optional<std::string> improving_move(const core::AssignmentInput& in
       const std::uint64_t w = in.splits[j].weight;
       for (std::size_t t = 0; t < in.members.size(); ++t) {
         if (t == f || out.by_member[t].size() >= in.members[t].lanes) continue;
-        if (load[f] > load[t] + ExactLoad{w}) {
+        if (w > 0 && load[f] > load[t] + ExactLoad{w}) {
           return fmt::format("split {} (weight {}) can move from {} to {}", in.splits[j].id, w,
                              in.members[f].id, in.members[t].id);
         }

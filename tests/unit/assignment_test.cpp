@@ -325,6 +325,20 @@ TEST(Assignment, stats_say_why_splits_moved) {
   EXPECT_EQ(f.load("new"), 30u);
 }
 
+TEST(Assignment, zero_weight_splits_are_never_moved_for_balance) {
+  // Moving a zero-weight split changes no load: it would cost a drain and buy nothing.
+  Fleet f;
+  f.member("a", 10).member("b", 10);
+  f.split("heavy", 100, "a");
+  for (int k = 0; k < 5; ++k) f.split("zero" + std::to_string(k), 0, "a");
+  const Assignment out = f.run();
+  f.expect_sound();
+  EXPECT_EQ(f.of("a").size(), 6u);
+  EXPECT_TRUE(f.of("b").empty());
+  EXPECT_EQ(out.stats.improving_moves, 0u);
+  EXPECT_EQ(out.stats.kept, 6u);
+}
+
 TEST(Assignment, the_improve_backstop_binds_visibly) {
   Fleet f;
   f.member("a", 100).member("b", 100);
