@@ -107,8 +107,10 @@ class Coordinator {
  private:
   struct Loop;
   std::shared_ptr<MetricsRegistry> metrics_;
-  std::unique_ptr<runtime::Member> member_;
+  // Declared before member_ so it is destroyed after it: the member's planner thread and watch
+  // callbacks wake the loop until the member (which joins them) is gone.
   std::unique_ptr<Loop> loop_;
+  std::unique_ptr<runtime::Member> member_;
 };
 
 }  // namespace etlc
