@@ -103,10 +103,20 @@ std::shared_ptr<etlc::KvStore> open_store(const RunOptions& o) {
   n.job = o.job;
   n.connect_timeout_ms = 3000;
   n.op_timeout_ms = std::clamp<std::int64_t>(o.lease_ms / 3, 200, 5000);
-  try {
-    return etlc::NatsStore::open(n);
-  } catch (const std::exception& e) {
-    throw UserError("cannot use the store at " + o.store + ": " + e.what());
+  // A transient failure at startup (a timeout on a loaded machine, a server still starting) is
+  // retried a few times; a store that stays unreachable is a one-line error.
+  constexpr int kAttempts = 3;
+  for (int attempt = 1;; ++attempt) {
+    try {
+      return etlc::NatsStore::open(n);
+    } catch (const etlc::StoreError& e) {
+      if (!e.retryable() || attempt == kAttempts) {
+        throw UserError("cannot use the store at " + o.store + ": " + e.what());
+      }
+    } catch (const std::exception& e) {
+      throw UserError("cannot use the store at " + o.store + ": " + e.what());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500 * attempt));
   }
 #else
   throw UserError("this build has no NATS support (configure with ETLC_WITH_NATS=ON)");

@@ -3,6 +3,9 @@
 // the job is complete (the paused one after being fenced along the way), and verify passes.
 #include <gtest/gtest.h>
 
+#include "etlc/admin.hpp"
+#include "etlc/nats_store.hpp"
+
 #include <csignal>
 #include <filesystem>
 
@@ -72,11 +75,18 @@ TEST(FileBackfillNatsE2E, three_processes_one_killed_one_paused_past_its_lease_v
            read_text(d.path() / "p1.log") + "--- p2 ---\n" + read_text(d.path() / "p2.log");
   };
 
-  // Let the three join and take splits (each tenancy opens its own output file).
-  const auto until = std::chrono::steady_clock::now() + 20s;
-  while (data_files(out) < 6 && std::chrono::steady_clock::now() < until) {
+  // Let the three join (each prints its banner once its store is open) and take splits (each
+  // tenancy opens its own output file).
+  auto joined = [&](const char* id) {
+    return read_text(d.path() / (std::string(id) + ".log")).find(" member on nats://") !=
+           std::string::npos;
+  };
+  const auto until = std::chrono::steady_clock::now() + 30s;
+  while ((data_files(out) < 6 || !joined("p0") || !joined("p1") || !joined("p2")) &&
+         std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(50ms);
   }
+  ASSERT_TRUE(joined("p0") && joined("p1") && joined("p2")) << logs();
   ASSERT_GE(data_files(out), 6u) << logs();
   ASSERT_FALSE(p0.wait_for(0ms).has_value()) << "finished too early to test anything\n" << logs();
 
@@ -99,6 +109,30 @@ TEST(FileBackfillNatsE2E, three_processes_one_killed_one_paused_past_its_lease_v
             0)
       << read_text(d.path() / "verify.log") << logs();
   EXPECT_NE(read_text(d.path() / "verify.log").find("missing 0"), std::string::npos);
+
+  // Read the store afterwards: the plan completed, every split record is terminal-complete, no
+  // split was quarantined, and the two takeovers show as epochs beyond the first claim.
+  etlc::NatsStoreOptions opts;
+  opts.servers = {server.url()};
+  opts.job = "e2e";
+  opts.probe_on_open = false;
+  auto store = etlc::NatsStore::open(opts);
+  etlc::JobAdmin admin(*store);
+  etlc::JobStatus st = admin.status();
+  ASSERT_TRUE(st.plan.has_value());
+  EXPECT_EQ(st.plan->verdict, etlc::PlanVerdict::complete);
+  EXPECT_EQ(st.plan->completed, st.plan->planned_splits);
+  EXPECT_EQ(st.plan->quarantined, 0u);
+  etlc::SplitListing all = admin.splits();
+  ASSERT_EQ(all.rows.size(), st.plan->planned_splits);
+  std::uint64_t moved = 0;
+  for (const auto& row : all.rows) {
+    EXPECT_EQ(row.status, etlc::SplitState::completed) << row.id;
+    EXPECT_GT(row.watermark, 0u) << row.id;
+    moved += row.epoch > 1 ? 1 : 0;
+  }
+  EXPECT_GT(moved, 0u) << "no split changed hands although a member was killed";
+  EXPECT_EQ(all.garbage_total, 0u);
 }
 
 TEST(FileBackfillNatsE2E, a_member_started_on_different_input_is_refused) {
