@@ -299,11 +299,20 @@ void Member::update_tallies(TimePoint now) {
   const core::PlanRecord& plan = plan_view_->first;
   core::PlanRecord next = plan;
   next.term = term_;
-  if (plan.finality == core::Finality::open) next.split_count = splits_.size();
+  // Count every split record that exists: after seeding that is at least the planned set, and a
+  // stray record (an operator's, an earlier plan's) is work the fleet assigns too, so the
+  // tallies can never exceed the count.
+  next.split_count = std::max<std::uint64_t>(
+      splits_.size(), plan.finality == core::Finality::final ? plan.split_count : 0);
   next.completed = completed_count_;
   next.quarantined = quarantined_count_;
-  next.verdict =
-      core::completion_verdict(next.finality, next.split_count, next.completed, next.quarantined);
+  try {
+    next.verdict =
+        core::completion_verdict(next.finality, next.split_count, next.completed, next.quarantined);
+  } catch (const ConfigError& e) {
+    log().error("etlc: {}: inconsistent tallies, verdict left as it was: {}", instance_, e.what());
+    next.verdict = plan.verdict;
+  }
   metrics_.set_job_tallies(next.split_count, next.completed, next.quarantined);
   if (next == plan) return;
   const bool verdict_changed = next.verdict != plan.verdict;
