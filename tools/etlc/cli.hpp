@@ -18,7 +18,7 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitJobNotFound = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitStoreUnreachable = 3;
-inline constexpr int kExitRefused = 4;  // the store answered, but not everything asked was done
+inline constexpr int kExitRefused = 4;   // the store answered, but not everything asked was done
 inline constexpr int kExitInternal = 5;  // an unexpected failure (a bug): the message says what
 
 // Ends a command: main prints "etlc: <message>" on stderr and exits with `code`.
