@@ -178,21 +178,6 @@ void Member::claim(const std::string& id, TimePoint now) {
     return;
   }
 
-  if (d.quarantine) {
-    // We verified the previous owner's session is gone (its lease is), so we may park it.
-    core::SplitRecord next = rec;
-    next.status = core::SplitStatus::quarantined;
-    next.attempts = d.attempts_after;
-    next.owner.reset();
-    next.owner_nonce.reset();
-    if (store_->update(skey, core::encode(next), cur->revision).ok) {
-      log().warn("etlc: {}: quarantined split '{}' after {} attempts", instance_, id,
-                 d.attempts_after);
-      metrics_.quarantined_split();
-    }
-    return;
-  }
-
   if (d.kind == core::ClaimKind::reclaim && rec.owner_nonce &&
       std::find(benign_nonces_.begin(), benign_nonces_.end(), *rec.owner_nonce) !=
           benign_nonces_.end()) {
@@ -224,6 +209,23 @@ void Member::claim(const std::string& id, TimePoint now) {
       lease_rev = existing->revision;
     }
     leases_[id] = LeaseView{lease, lease_rev};
+  }
+
+  if (d.quarantine) {
+    // The lease is ours now, so the previous owner's is really gone (the store said so, not our
+    // lease view, which may lag behind a live owner's claim): park the split, give the lease back.
+    core::SplitRecord parked = rec;
+    parked.status = core::SplitStatus::quarantined;
+    parked.attempts = d.attempts_after;
+    parked.owner.reset();
+    parked.owner_nonce.reset();
+    if (store_->update(skey, core::encode(parked), cur->revision).ok) {
+      log().warn("etlc: {}: quarantined split '{}' after {} attempts", instance_, id,
+                 d.attempts_after);
+      metrics_.quarantined_split();
+    }
+    store_->erase(lkey, lease_rev);  // if this fails, reconcile's orphan sweep retries it
+    return;
   }
 
   core::SplitRecord next = rec;
