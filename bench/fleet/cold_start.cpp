@@ -4,6 +4,8 @@
 // connections are opened before the clock starts (a process connects before it joins).
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "scenarios.hpp"
 
 namespace etlc::bench {
@@ -16,6 +18,9 @@ Result run_cold_start(const BackendOptions& bo, const ColdStartOptions& o) {
   fo.splits = o.splits;
   fo.base = bench_config();
   fo.base.max_in_flight = o.lanes;
+  if (o.bulk_ops_per_step != 0) fo.base.bulk_ops_per_step = o.bulk_ops_per_step;
+  if (o.assignment_interval_ms >= 0)
+    fo.base.assignment_interval = std::chrono::milliseconds(o.assignment_interval_ms);
   Fleet fleet(*backend, fo);
 
   const Time t_conn = now();
@@ -23,6 +28,9 @@ Result run_cold_start(const BackendOptions& bo, const ColdStartOptions& o) {
   for (std::size_t i = 0; i < o.members; ++i)
     all.push_back(&fleet.add(fmt::format("cold-{:03}", i)));
   const double connect_s = ms_between(t_conn, now()) / 1000.0;
+  if (o.trace) {
+    for (auto* m : all) m->store->enable_trace(std::size_t{1} << 21);
+  }
 
   const double cpu0 = process_cpu_seconds();
   const double load0 = load_average();
@@ -90,6 +98,50 @@ Result run_cold_start(const BackendOptions& bo, const ColdStartOptions& o) {
   };
   if (const auto wb = fleet.watches_broken(); wb > 0) {
     res.notes.push_back(fmt::format("{} watch(es) broke and were re-opened during the run", wb));
+  }
+  if (o.trace) {
+    // Seeding breakdown from the traces: create latency, and how much of the seeding span had
+    // no create in flight at all (the leader's control loop between bulk slices).
+    std::vector<std::pair<std::int64_t, std::int64_t>> spans;
+    std::vector<double> create_ms;
+    for (auto* m : all) {
+      for (const auto& e : m->store->trace()) {
+        if (e.kind != TraceEntry::Kind::create) continue;
+        const Family f = family_of(e.key);
+        if (f != Family::split && f != Family::spec) continue;
+        spans.emplace_back(e.start_ns, e.end_ns);
+        create_ms.push_back(static_cast<double>(e.end_ns - e.start_ns) / 1e6);
+      }
+    }
+    std::sort(spans.begin(), spans.end());
+    std::int64_t busy = 0, gaps = 0, cur_end = 0;
+    std::vector<double> gap_ms;
+    for (const auto& [s, e] : spans) {
+      if (cur_end != 0 && s > cur_end) {
+        gaps += s - cur_end;
+        gap_ms.push_back(static_cast<double>(s - cur_end) / 1e6);
+      }
+      if (s >= cur_end) {
+        busy += e - s;
+        cur_end = e;
+      } else if (e > cur_end) {
+        busy += e - cur_end;
+        cur_end = e;
+      }
+    }
+    res.detail["seed_create_ms"] = latency_json(create_ms);
+    res.detail["seed_busy_s"] = static_cast<double>(busy) / 1e9;
+    res.detail["seed_idle_s"] = static_cast<double>(gaps) / 1e9;
+    res.detail["seed_idle_gap_ms"] = latency_json(gap_ms);
+    res.rows.push_back(
+        {"seed create latency p50 / p99 ms",
+         fmt_num(median(create_ms), 3) + " / " + fmt_num(percentile(create_ms, 99), 3)});
+    res.rows.push_back({"seeding: s with a create in flight / s with none",
+                        fmt_num(static_cast<double>(busy) / 1e9, 2) + " / " +
+                            fmt_num(static_cast<double>(gaps) / 1e9, 2)});
+    res.rows.push_back({fmt::format("idle gaps: n / p50 ms / max ms"),
+                        fmt::format("{} / {} / {}", gap_ms.size(), fmt_num(median(gap_ms), 2),
+                                    fmt_num(percentile(gap_ms, 100), 2))});
   }
   if (!done) res.notes.push_back(fmt::format("did not finish within {} s", o.timeout_s));
   return res;

@@ -136,12 +136,18 @@ int main(int argc, char** argv) {
   c->add_option("--lanes", co.lanes);
   c->add_option("--start-threads", co.start_threads);
   c->add_option("--timeout-s", co.timeout_s);
+  c->add_flag("--trace", co.trace, "trace every member's store calls (seeding breakdown)");
+  c->add_option("--bulk-ops-per-step", co.bulk_ops_per_step, "config knob (default: library's)");
+  c->add_option("--assignment-interval-ms", co.assignment_interval_ms,
+                "config knob (default: library's)");
   c->callback([&] {
     scenario = "cold-start";
     options = {{"members", co.members},
                {"splits", co.splits},
                {"lanes", co.lanes},
-               {"start_threads", co.start_threads}};
+               {"start_threads", co.start_threads},
+               {"bulk_ops_per_step", co.bulk_ops_per_step},
+               {"assignment_interval_ms", co.assignment_interval_ms}};
     run = [&] { return run_cold_start(backend, co); };
   });
 

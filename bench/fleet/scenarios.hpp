@@ -52,6 +52,10 @@ struct ColdStartOptions {
   std::uint32_t lanes = 8;
   std::size_t start_threads = 8;
   double timeout_s = 180.0;
+  bool trace = false;  // trace the leader's creates: latency, and time with none in flight
+  // Config knobs (0 = the library's default).
+  std::uint32_t bulk_ops_per_step = 0;
+  std::int64_t assignment_interval_ms = -1;  // -1 = default
 };
 // From an empty store to a seeded plan and every lane filled.
 Result run_cold_start(const BackendOptions& backend, const ColdStartOptions& o);
