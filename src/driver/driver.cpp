@@ -143,7 +143,7 @@ std::optional<DriverResult> Driver::control(std::chrono::milliseconds wait) {
   if (phase_ == Phase::done) return result_;
   const bool aborting = pending_result_.exit == DriverExit::aborted && phase_ == Phase::stopping;
   if (abort_requested_.load(std::memory_order_relaxed) && !aborting) {
-    log().warn("etlc: {}: driver aborted: lanes stop now, nothing is committed or released",
+    log().info("etlc: {}: driver aborted: lanes stop now, nothing is committed or released",
                instance_);
     try {
       api_->abandon();

@@ -135,7 +135,7 @@ TEST(FileBackfillNatsE2E, three_processes_one_killed_one_paused_past_its_lease_v
   EXPECT_EQ(all.garbage_total, 0u);
 }
 
-TEST(FileBackfillNatsE2E, a_member_started_on_different_input_is_refused) {
+TEST(FileBackfillNatsE2E, a_late_member_exits_0_and_one_on_different_input_is_refused) {
   etlc::testing::NatsServer server;
   ScratchDir d("e2e-nats-fp");
   for (const char* seed : {"1", "2"}) {
@@ -150,11 +150,15 @@ TEST(FileBackfillNatsE2E, a_member_started_on_different_input_is_refused) {
                                     "--output",   (d.path() / out).string(),
                                     "--store",    server.url(),
                                     "--job",      "fp",
-                                    "--progress", "none",
+                                    "--progress", "plain",
                                     "--lease-ms", "1500"};
   };
   ASSERT_EQ(run_to_end(args("1", "out1"), d.path() / "first.log"), 0)
       << read_text(d.path() / "first.log");
+  // A member that arrives after the job completed has nothing to do, and says so with exit 0.
+  EXPECT_EQ(run_to_end(args("1", "out1"), d.path() / "late.log"), 0)
+      << read_text(d.path() / "late.log");
+  EXPECT_NE(read_text(d.path() / "late.log").find("job complete"), std::string::npos);
   EXPECT_EQ(run_to_end(args("2", "out2"), d.path() / "second.log"), 1);
   const std::string log = read_text(d.path() / "second.log");
   EXPECT_NE(log.find("error: "), std::string::npos) << log;
