@@ -396,7 +396,13 @@ int run_job(const RunOptions& o, RunTotals* totals) {
         completed += st.completed;
       }
       const double secs = std::max(t.seconds, 1e-9);
-      const char* verdict = code == 0 ? "complete" : (code == 1 ? "FAILED" : "interrupted");
+      bool stalled = false;
+      for (Incarnation* m : current)
+        stalled = stalled || m->result.exit == etlc::DriverExit::stalled_drained;
+      const char* verdict =
+          code == 0 ? (stalled ? "STALLED (quarantined splits; exit 0 as asked by --drain-on-stall)"
+                               : "complete")
+                    : (code == 1 ? "FAILED" : "interrupted");
       std::printf("\nfile-backfill: job %s in %.1f s\n", verdict, t.seconds);
       if (nats) {
         std::printf(

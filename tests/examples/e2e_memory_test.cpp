@@ -2,6 +2,8 @@
 // (no release, no final commit) at 30 % and restarted under the same id at 60 %, then verify.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "examples/child_process.hpp"
 #include "examples/temp_dir.hpp"
 
@@ -60,6 +62,61 @@ TEST(FileBackfillE2E, memory_store_crash_and_restart_then_verify_passes) {
   const std::string v = read_text(d.path() / "verify.log");
   EXPECT_NE(v.find("missing 0"), std::string::npos) << v;
   EXPECT_NE(v.find("(4 malformed"), std::string::npos) << v;
+}
+
+// Input files that change after the job was planned make their splits poison: each is failed
+// max_attempts times, quarantined, and the final plan stalls instead of completing.
+int run_with_input_changing_underneath(const std::filesystem::path& dir, bool drain_on_stall) {
+  const auto in = (dir / "in").string();
+  if (run_to_end({kBin, "generate", "--output", in, "--files", "6", "--total-bytes", "60000",
+                  "--seed", "4"},
+                 dir / "generate.log") != 0) {
+    return -2;
+  }
+  std::vector<std::string> args = {kBin,
+                                   "run",
+                                   "--input",
+                                   in,
+                                   "--output",
+                                   (dir / "out").string(),
+                                   "--split-bytes",
+                                   "1",
+                                   "--max-in-flight",
+                                   "1",
+                                   "--throttle-bytes-per-s",
+                                   "20000",
+                                   "--progress",
+                                   "plain"};
+  if (drain_on_stall) args.push_back("--drain-on-stall");
+  ChildProcess p(args, dir / "run.log");
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (read_text(dir / "run.log").find("member on the memory store") == std::string::npos &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  for (const auto& e : std::filesystem::directory_iterator(in)) {
+    std::ofstream(e.path(), std::ios::app) << "999,late,row,1.00,,2024-01-01T00:00:00Z\n";
+  }
+  auto rc = p.wait_for(std::chrono::seconds(60));
+  return rc ? *rc : -1;
+}
+
+TEST(FileBackfillE2E, input_changed_under_the_job_stalls_it_and_the_run_fails) {
+  ScratchDir d("e2e-stall");
+  EXPECT_EQ(run_with_input_changing_underneath(d.path(), false), 1)
+      << read_text(d.path() / "run.log");
+  const std::string log = read_text(d.path() / "run.log");
+  EXPECT_NE(log.find("error: member-0: stalled: the job stalled"), std::string::npos) << log;
+  EXPECT_NE(log.find("quarantined"), std::string::npos) << log;
+  EXPECT_NE(log.find("changed since the job was planned"), std::string::npos) << log;
+}
+
+TEST(FileBackfillE2E, a_stall_drains_with_a_warning_when_asked) {
+  ScratchDir d("e2e-stall-drain");
+  EXPECT_EQ(run_with_input_changing_underneath(d.path(), true), 0)
+      << read_text(d.path() / "run.log");
+  EXPECT_NE(read_text(d.path() / "run.log").find("job STALLED"), std::string::npos)
+      << read_text(d.path() / "run.log");
 }
 
 TEST(FileBackfillE2E, bad_input_is_one_clear_line_and_a_nonzero_exit) {
