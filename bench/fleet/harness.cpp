@@ -447,7 +447,7 @@ bool Fleet::wait_for(const std::function<bool()>& pred, std::chrono::millisecond
   for (;;) {
     if (pred()) return true;
     if (now() >= deadline) return pred();
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(kPollInterval);
   }
 }
 

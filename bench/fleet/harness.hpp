@@ -190,7 +190,10 @@ class Fleet {
   // Every live member holds exactly what its assignment names (and has one), and no revocation
   // is parked in the queue.
   bool settled() const;
-  // Polls `pred` every 5 ms until true or `timeout`; returns the last answer.
+  // Polls `pred` every kPollInterval until true or `timeout`; returns the last answer. (Polling
+  // copies every member's held ids, so it is kept coarse: the bench must not eat the CPU it
+  // measures. Exact times come from the Timeline, not from polling.)
+  static constexpr std::chrono::milliseconds kPollInterval{20};
   static bool wait_for(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
 
   // RevokePolicy::queue: the oldest parked revocation of member `m`, waiting up to `timeout`.

@@ -63,8 +63,9 @@ Result run_scale_out(const BackendOptions& bo, const ScaleOutOptions& o) {
   const std::uint64_t moves = fleet.timeline().claims_since(t0);
   std::uint64_t minimum = 0;
   for (auto* m : new_members) minimum += m->coord->held_splits().size();
-  std::uint64_t revocations = 0;
+  std::uint64_t revocations = 0, newcomer_revocations = 0;
   for (auto* m : old_members) revocations += m->revoked.load();
+  for (auto* m : new_members) newcomer_revocations += m->revoked.load();
   std::optional<Time> last_claim;
   // The last claim after t0 is when the final move became durable.
   {
@@ -93,6 +94,7 @@ Result run_scale_out(const BackendOptions& bo, const ScaleOutOptions& o) {
   }
   res.detail["joined_s"] = ms_between(t0, t_joined) / 1000.0;
   res.detail["revocations"] = revocations;
+  res.detail["newcomer_revocations"] = newcomer_revocations;
   res.detail["still_balanced_1s_later"] = still_balanced;
   res.detail["cpu_utilisation"] = ok ? cpu / std::max(1e-9, ms_between(t0, t_seen) / 1000.0) : NAN;
   res.columns = {"figure", "value"};
@@ -105,6 +107,7 @@ Result run_scale_out(const BackendOptions& bo, const ScaleOutOptions& o) {
       {"splits moved (claims)", std::to_string(moves)},
       {"minimum moves for that balance", std::to_string(minimum)},
       {"revocations on old members", std::to_string(revocations)},
+      {"revocations on newcomers (moved twice)", std::to_string(newcomer_revocations)},
       {"still balanced 1 s later", still_balanced ? "yes" : "no"},
   };
   if (!ok) res.notes.push_back("not balanced within the timeout");
