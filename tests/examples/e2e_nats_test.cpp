@@ -9,6 +9,9 @@
 #include <csignal>
 #include <filesystem>
 
+#include "core/keys.hpp"
+#include "core/records.hpp"
+#include "etlc/nats_store.hpp"
 #include "examples/child_process.hpp"
 #include "examples/temp_dir.hpp"
 #include "support/nats_server.hpp"
@@ -163,6 +166,72 @@ TEST(FileBackfillNatsE2E, a_late_member_exits_0_and_one_on_different_input_is_re
   const std::string log = read_text(d.path() / "second.log");
   EXPECT_NE(log.find("error: "), std::string::npos) << log;
   EXPECT_NE(log.find("fingerprint"), std::string::npos) << log;
+}
+
+TEST(FileBackfillNatsE2E, sigterm_stops_gracefully_and_releases_every_split_attempt_free) {
+  etlc::testing::NatsServer server;
+  ScratchDir d("e2e-nats-term");
+  const auto in = (d.path() / "in").string();
+  const fs::path out = d.path() / "out";
+  ASSERT_EQ(run_to_end({kBin, "generate", "--output", in, "--files", "8", "--total-bytes", "800000",
+                        "--seed", "5"},
+                       d.path() / "generate.log"),
+            0);
+  auto args = [&](const std::string& id, const std::string& throttle) {
+    return std::vector<std::string>{kBin,
+                                    "run",
+                                    "--input",
+                                    in,
+                                    "--output",
+                                    out.string(),
+                                    "--store",
+                                    server.url(),
+                                    "--job",
+                                    "sig",
+                                    "--instance",
+                                    id,
+                                    "--split-bytes",
+                                    "100000",
+                                    "--lease-ms",
+                                    "1500",
+                                    "--commit-interval-ms",
+                                    "100",
+                                    "--throttle-bytes-per-s",
+                                    throttle,
+                                    "--progress",
+                                    "plain"};
+  };
+  ChildProcess p0(args("p0", "100000"), d.path() / "p0.log");
+  const auto until = std::chrono::steady_clock::now() + 30s;
+  while (data_files(out) < 2 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_GE(data_files(out), 2u) << read_text(d.path() / "p0.log");
+  p0.signal(SIGTERM);
+  auto rc0 = p0.wait_for(30s);
+  const std::string log0 = read_text(d.path() / "p0.log");
+  ASSERT_TRUE(rc0.has_value()) << log0;
+  EXPECT_EQ(*rc0, 128 + SIGTERM) << log0;
+  EXPECT_NE(log0.find("stopping gracefully"), std::string::npos) << log0;
+  EXPECT_NE(log0.find("job interrupted"), std::string::npos) << log0;
+
+  // Another member finishes the job; the splits p0 held were released, not taken over.
+  ASSERT_EQ(run_to_end(args("p1", "0"), d.path() / "p1.log"), 0) << read_text(d.path() / "p1.log");
+  etlc::NatsStoreOptions o;
+  o.servers = {server.url()};
+  o.job = "sig";
+  auto store = etlc::NatsStore::open(o);
+  auto splits = store->list(etlc::core::kSplitPrefix);
+  ASSERT_FALSE(splits.empty());
+  for (const etlc::Entry& e : splits) {
+    const auto rec = etlc::core::decode_split(e.key, e.value);
+    EXPECT_EQ(rec.status, etlc::core::SplitStatus::completed) << e.key;
+    EXPECT_EQ(rec.attempts, 0u) << e.key << ": a graceful stop consumes no delivery attempt";
+  }
+  ASSERT_EQ(run_to_end({kBin, "verify", "--input", in, "--output", out.string()},
+                       d.path() / "verify.log"),
+            0)
+      << read_text(d.path() / "verify.log");
 }
 
 TEST(FileBackfillNatsE2E, an_unreachable_store_is_one_clear_line) {
