@@ -19,6 +19,15 @@
 // request_stop() (for SIGINT/SIGTERM) is a graceful shutdown: lanes drain and commit (bounded by
 // shutdown_timeout), then the member releases every split without consuming attempts.
 //
+// One split never has two lanes: a new tenancy of a split (lost, then granted again) opens its
+// lane only after the old lane has closed, and resumes from the higher of the granted progress
+// and this driver's own last durable commit of the split (a commit of the old lane may land
+// after the grant was issued, because Coordinator::commit names the split, not the tenancy).
+//
+// Ownership: the Driver shares ownership of the member and the source; the clock must outlive
+// it. Thread safety: request_stop(), abort() and stats() may be called from any thread; run() and
+// step() from one thread.
+//
 // Threads: run() uses the calling thread for the member's events and `worker_threads` workers
 // for the lanes (each lane gets one bounded step per turn, round robin, so a pool as large as
 // max_in_flight never starves a lane). step() is a manual mode for tests: no threads, lanes run
