@@ -86,6 +86,11 @@ CommitResult Member::write_record(Held& h, const core::SplitRecord& next, const 
       drop_held(h, LossReason::fenced);
       return {CommitStatus::fenced, "the split record is gone"};
     }
+    if (cur->revision < h.record_rev) {
+      // Revisions only grow, so this read predates a write we saw land: a stale replica. Judging
+      // 'fenced' from it could hide a write of ours that landed (an unknown outcome).
+      return {CommitStatus::retryable, fmt::format("{}: the store answered a stale read", what)};
+    }
     core::SplitRecord seen;
     try {
       seen = core::decode_split(key, cur->value);
