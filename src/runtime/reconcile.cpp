@@ -187,6 +187,14 @@ void Member::claim(const std::string& id, TimePoint now) {
     d.attempts_after = rec.attempts;
     d.quarantine = false;
   }
+  if (d.kind == core::ClaimKind::takeover && rec.owner_nonce &&
+      session_live(*rec.owner, *rec.owner_nonce)) {
+    // The record names a live session that holds no lease: that member released the split or
+    // never held it (its claim CAS landed late, after it had given up). Not a crash.
+    d.consumes_attempt = false;
+    d.attempts_after = rec.attempts;
+    d.quarantine = false;
+  }
   const bool adopt = d.refusal == core::ClaimRefusal::already_held;
   const std::uint64_t epoch = adopt ? rec.epoch : rec.epoch + 1;
 
