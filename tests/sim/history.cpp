@@ -220,7 +220,8 @@ void History::check_split_update(SplitTruth& t, const core::SplitRecord& old,
     }
     // An attempt may be consumed only by a real non-graceful end: the previous tenancy ended
     // without a release and its owner's session is gone. A reclaim by the same instance may
-    // waive it (its own earlier session stopped its lanes itself); a takeover may not.
+    // waive it (its own earlier session stopped its lanes itself); a takeover of a dead owner
+    // may not.
     const bool consumed = next.attempts == old.attempts + 1;
     if (!consumed && next.attempts != old.attempts) {
       fail(4, fmt::format("claim of split {} by {} set attempts {} (was {}): {}", id, who(w),
@@ -232,17 +233,19 @@ void History::check_split_update(SplitTruth& t, const core::SplitRecord& old,
                           id, who(w), transition()));
     }
     if (old.owner) {
-      ++t.nongraceful;
-      if (prev_owner_live) {
-        fail(4, fmt::format("claim of split {} by {} took it from an owner whose session is live "
-                            "(no non-graceful end happened){}: {}",
-                            id, who(w), consumed ? " and consumed an attempt" : "", transition()));
+      // A live previous owner without a lease released the split or never held it (its claim
+      // CAS landed after it had given up): taking it is fine, counting it as poison is not.
+      if (!prev_owner_live) ++t.nongraceful;
+      if (prev_owner_live && consumed) {
+        fail(4, fmt::format("claim of split {} by {} consumed an attempt although the previous "
+                            "owner's session is live (no non-graceful end happened): {}",
+                            id, who(w), transition()));
       }
       if (*old.owner == w.instance) {
         ++stats_.claims_reclaim;
       } else {
         ++stats_.claims_takeover;
-        if (!consumed) {
+        if (!consumed && !prev_owner_live) {
           fail(4, fmt::format("takeover of split {} by {} from a dead owner consumed no attempt: "
                               "{}",
                               id, who(w), transition()));
@@ -467,7 +470,8 @@ void History::on_fenced(std::uint64_t call, std::string_view split_id) {
 }
 
 void History::on_durable(std::uint64_t call, std::string_view split_id, std::uint64_t epoch,
-                         std::uint64_t watermark, const char* what) {
+                         std::uint64_t watermark, const char* what,
+                         const std::optional<std::pair<std::string, std::string>>& owner) {
   (void)call;
   auto it = splits_.find(std::string(split_id));
   if (it == splits_.end() || !it->second.exists) {
@@ -476,6 +480,12 @@ void History::on_durable(std::uint64_t call, std::string_view split_id, std::uin
     return;
   }
   const core::SplitRecord& r = it->second.rec;
+  if (owner && (r.owner != owner->first || r.owner_nonce != owner->second ||
+                r.status != core::SplitStatus::runnable)) {
+    fail(2, fmt::format("{} of split {} by {} returned 'durable' but the store holds {}", what,
+                        split_id, owner->first, describe(r)));
+    return;
+  }
   if (r.epoch != epoch || r.progress.watermark < watermark) {
     fail(2, fmt::format("{} of split {} at epoch {} watermark {} returned 'durable' but the store "
                         "holds {}",

@@ -105,8 +105,10 @@ class History {
   // nothing it sent may land later.
   void on_fenced(std::uint64_t call, std::string_view split_id);
   // A user call returned `durable`: the store must hold it (epoch still the caller's).
+  // With `owner` (a commit by a member that read nothing stale), the record must still name it.
   void on_durable(std::uint64_t call, std::string_view split_id, std::uint64_t epoch,
-                  std::uint64_t watermark, const char* what);
+                  std::uint64_t watermark, const char* what,
+                  const std::optional<std::pair<std::string, std::string>>& owner = std::nullopt);
 
   // The keys a call wrote so far (landed writes only).
   std::vector<std::string> keys_in_call(std::uint64_t call) const {

@@ -134,6 +134,7 @@ int main(int argc, char** argv) {
     total.fatal += r.stats.fatal;
     total.revokes += r.stats.revokes;
     total.stale_grants += r.stats.stale_grants;
+    total.stale_anomalies += r.stats.stale_anomalies;
     htotal.claims_takeover += r.history.claims_takeover;
     htotal.claims_reclaim += r.history.claims_reclaim;
     htotal.claims_without_lease += r.history.claims_without_lease;
@@ -185,7 +186,8 @@ int main(int argc, char** argv) {
       "%llu leader crashes (%llu mid-plan, %llu mid-publish), %llu partitions, %llu watch drops, "
       "%llu slow-watch and %llu stale-read episodes, %llu late writes, %llu planner failures, "
       "%llu fenced calls, %llu revocations, %llu takeovers, %llu reclaims, %llu quarantines, "
-      "%llu peer expiries, %llu claims without a lease, %llu stale grants, %llu duplicate records "
+      "%llu peer expiries, %llu claims without a lease, %llu stale grants, %llu stale-read "
+      "UsageErrors, %llu duplicate records "
       "of "
       "%llu emitted, %llu fatal\n",
       static_cast<unsigned long long>(total.steps), static_cast<unsigned long long>(total.calls),
@@ -207,6 +209,7 @@ int main(int argc, char** argv) {
       static_cast<unsigned long long>(htotal.expiries),
       static_cast<unsigned long long>(htotal.claims_without_lease),
       static_cast<unsigned long long>(total.stale_grants),
+      static_cast<unsigned long long>(total.stale_anomalies),
       static_cast<unsigned long long>(htotal.duplicates),
       static_cast<unsigned long long>(htotal.emitted),
       static_cast<unsigned long long>(total.fatal));

@@ -246,6 +246,28 @@ RunParams make_params(std::uint64_t seed, std::string_view scenario, std::string
   p.lane_max_batch = rng.range(1, 4);
   p.fault_phase = rng.range(10, 35) * kNsPerS;
   if (shape.fault_s) p.fault_phase = static_cast<VirtualNs>(*shape.fault_s * 1e9);
+
+  // Liveness bounds, from the work left: a lane needs about one pause per batch of records, the
+  // fleet runs at most min(lanes, splits) lanes, and the longest split bounds the critical path.
+  // Three times that, plus a minute for leases, delays, drains and planner backoff (<= 30 s).
+  const double per_record_ns = static_cast<double>(p.lane_min_pause + p.lane_max_pause) / 2 /
+                               (static_cast<double>(1 + p.lane_max_batch) / 2);
+  std::uint64_t total = 0, longest = 0, lanes = 0;
+  for (std::uint64_t r : p.records) {
+    total += r;
+    longest = std::max(longest, r);
+  }
+  for (std::uint32_t m : p.max_in_flight) lanes += m;
+  lanes = std::max<std::uint64_t>(1, std::min<std::uint64_t>(lanes, p.records.size()));
+  const double work_ns = per_record_ns * (static_cast<double>(total) / static_cast<double>(lanes) +
+                                          static_cast<double>(longest));
+  VirtualNs growth_ns = 0;
+  if (p.faults.grow) {
+    growth_ns = static_cast<VirtualNs>(splits / std::max<std::size_t>(1, p.growth) + 2) *
+                p.replan_interval_ms * kNsPerMs;
+  }
+  p.converge_bound = 60 * kNsPerS + growth_ns;
+  p.complete_bound = 60 * kNsPerS + growth_ns + static_cast<VirtualNs>(3 * work_ns);
   return p;
 }
 

@@ -187,6 +187,7 @@ std::optional<Entry> SimStore::get(std::string_view key) {
   if (now < faults.stale_until && env_.rng->chance(faults.stale_p)) {
     const VirtualNs age = env_.rng->range(kNsPerMs, History::kMaxStaleNs);
     auto e = env_.history->value_at(key, now - age);
+    ++stale_served_;
     env_.trace->add(now, TraceKind::read, inc_, key, e ? static_cast<std::int64_t>(e->revision) : 0,
                     1);
     return e;

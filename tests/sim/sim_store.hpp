@@ -102,6 +102,8 @@ class SimStore final : public KvStore {
   // Operations this store saw (calls, plus polls that delivered events): a step that moved none
   // of them did no work.
   std::uint64_t activity() const { return activity_; }
+  // Point reads this store answered stale (a store-contract violation the runtime may trip on).
+  std::uint64_t stale_served() const { return stale_served_; }
   void note_activity() { ++activity_; }
 
  private:
@@ -121,6 +123,7 @@ class SimStore final : public KvStore {
   std::shared_ptr<RecordingStore> rec_;
   std::vector<std::weak_ptr<SimWatchCore>> watches_;
   std::uint64_t activity_ = 0;
+  std::uint64_t stale_served_ = 0;
 };
 
 }  // namespace etlc::sim

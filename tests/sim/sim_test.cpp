@@ -1,16 +1,372 @@
-// The simulation suite (ctest label "sim"): fixed seeds across the scenario mixes, determinism,
-// and proof that the checker can fail.
+// The simulation suite (ctest label "sim"): a fixed set of seeds across the scenario mixes,
+// determinism, proof that the checker can fail, the seeds of every bug the simulator found, and
+// tests of the simulator's own machinery (clocks, watch reordering).
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include <map>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "etlc/fault_injecting_store.hpp"
+#include "etlc/memory_store.hpp"
+#include "history.hpp"
+#include "recording_store.hpp"
+#include "rng.hpp"
 #include "scenario.hpp"
+#include "sim_clock.hpp"
+#include "sim_store.hpp"
 #include "world.hpp"
 
 namespace etlc::sim {
 namespace {
 
-TEST(Sim, CalmSeedPasses) {
-  const RunResult r = run_simulation(make_params(1, "calm", ""));
+RunResult run(std::uint64_t seed, const std::string& scenario, const std::string& faults = "",
+              bool full_trace = false) {
+  RunOptions opts;
+  opts.keep_full_trace = full_trace;
+  return run_simulation(make_params(seed, scenario, faults), opts);
+}
+
+// --- every scenario, a fixed set of seeds --------------------------------------------------------
+
+struct Sweep {
+  const char* scenario;
+  std::uint64_t from;
+  std::uint64_t count;
+};
+
+void PrintTo(const Sweep& s, std::ostream* os) {
+  *os << s.scenario << " seeds " << s.from << ".." << s.from + s.count - 1;
+}
+
+class SimSweep : public ::testing::TestWithParam<Sweep> {};
+
+TEST_P(SimSweep, EveryInvariantHolds) {
+  const Sweep& s = GetParam();
+  for (std::uint64_t seed = s.from; seed < s.from + s.count; ++seed) {
+    const RunResult r = run(seed, s.scenario);
+    ASSERT_TRUE(r.ok()) << r.report();
+    // The run reached the end of every phase (it did not stop early without a verdict).
+    EXPECT_GE(r.stats.converged_after, 0) << r.report();
+    EXPECT_GE(r.stats.completed_after, 0) << r.report();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Scenarios, SimSweep,
+    ::testing::Values(Sweep{"calm", 101, 3}, Sweep{"crash", 201, 5}, Sweep{"pause", 301, 5},
+                      Sweep{"store", 401, 5}, Sweep{"watch", 501, 5}, Sweep{"stale", 601, 5},
+                      Sweep{"leader", 701, 5}, Sweep{"skew", 801, 4}, Sweep{"open", 901, 5},
+                      Sweep{"poison", 1001, 5}, Sweep{"chaos", 1101, 6}),
+    [](const ::testing::TestParamInfo<Sweep>& p) { return std::string(p.param.scenario); });
+
+// --- the faults a scenario promises are really injected
+// -------------------------------------------
+
+TEST(SimFaults, ChaosInjectsEveryKindOfFault) {
+  RunStats total;
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    const RunResult r = run(seed, "chaos");
+    ASSERT_TRUE(r.ok()) << r.report();
+    total.crashes += r.stats.crashes;
+    total.pauses += r.stats.pauses;
+    total.partitions += r.stats.partitions;
+    total.watch_drops += r.stats.watch_drops;
+    total.slow_watches += r.stats.slow_watches;
+    total.stale_episodes += r.stats.stale_episodes;
+    total.late_writes += r.stats.late_writes;
+  }
+  EXPECT_GT(total.crashes, 0u);
+  EXPECT_GT(total.pauses, 0u);
+  EXPECT_GT(total.partitions, 0u);
+  EXPECT_GT(total.watch_drops, 0u);
+  EXPECT_GT(total.slow_watches, 0u);
+  EXPECT_GT(total.stale_episodes, 0u);
+  EXPECT_GT(total.late_writes, 0u);
+}
+
+TEST(SimFaults, LeaderCrashesLandMidPlanAndMidPublish) {
+  std::uint64_t mid_plan = 0, mid_publish = 0;
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    const RunResult r = run(seed, "leader");
+    ASSERT_TRUE(r.ok()) << r.report();
+    mid_plan += r.stats.mid_plan;
+    mid_publish += r.stats.mid_publish;
+  }
+  EXPECT_GT(mid_plan, 0u);
+  EXPECT_GT(mid_publish, 0u);
+}
+
+// --- determinism
+// ----------------------------------------------------------------------------------
+
+// Small fleets and short fault phases keep the full traces cheap; every fault still fires.
+constexpr const char* kSmall = "members=4,splits=10,fault_s=12";
+
+TEST(SimDeterminism, OneSeedGivesTheSameTraceEventForEvent) {
+  for (const char* scenario : {"chaos", "stale", "open"}) {
+    const RunResult a = run(7, scenario, kSmall, true);
+    const RunResult b = run(7, scenario, kSmall, true);
+    ASSERT_GT(a.full.size(), 1000u) << scenario;
+    EXPECT_EQ(a.trace_hash, b.trace_hash) << scenario;
+    ASSERT_EQ(a.full.size(), b.full.size()) << scenario;
+    for (std::size_t i = 0; i < a.full.size(); ++i) {
+      ASSERT_TRUE(a.full[i] == b.full[i])
+          << scenario << ": traces diverge at event " << i << ":\n  "
+          << Trace::format(a.full[i], a.actors) << "\n  " << Trace::format(b.full[i], b.actors);
+    }
+    EXPECT_EQ(a.virtual_ns, b.virtual_ns);
+  }
+}
+
+TEST(SimDeterminism, DifferentSeedsGiveDifferentRuns) {
+  EXPECT_NE(run(7, "chaos", kSmall).trace_hash, run(8, "chaos", kSmall).trace_hash);
+}
+
+TEST(SimDeterminism, ReplayingARunOfAllUnderItsScenarioNameIsTheSameRun) {
+  const RunParams p = make_params(42, "all", kSmall);
+  const RunResult a = run_simulation(p);
+  const RunResult b = run(42, p.scenario, kSmall);
+  EXPECT_EQ(a.trace_hash, b.trace_hash) << "replay command: " << replay_command(p);
+}
+
+// --- the checker can fail
+// -------------------------------------------------------------------------
+
+// With the epoch check on commits switched off (Member::UnsafeTestHooks::commit_without_fence), a
+// zombie that resumes after its split was taken over overwrites the new owner's record. The
+// checker must see it within a bounded number of seeds; the same seed with the fence on passes.
+TEST(SimChecker, CommitsWithoutTheFenceAreCaught) {
+  constexpr std::uint64_t kSeeds = 40;
+  std::optional<RunResult> caught;
+  for (std::uint64_t seed = 1; seed <= kSeeds && !caught; ++seed) {
+    RunResult r = run(seed, "zombie", "unsafe=1");
+    if (!r.ok()) caught = std::move(r);
+  }
+  ASSERT_TRUE(caught.has_value()) << "no violation in " << kSeeds
+                                  << " zombie seeds with the fence off";
+  EXPECT_TRUE(caught->violation->invariant == 1 || caught->violation->invariant == 2)
+      << caught->report();
+  const RunResult fenced = run(caught->params.seed, "zombie");
+  EXPECT_TRUE(fenced.ok()) << fenced.report();
+}
+
+TEST(SimChecker, AViolationReportNamesSeedInvariantReplayAndTrace) {
+  std::optional<RunResult> caught;
+  for (std::uint64_t seed = 1; seed <= 40 && !caught; ++seed) {
+    RunResult r = run(seed, "zombie", "unsafe=1");
+    if (!r.ok()) caught = std::move(r);
+  }
+  ASSERT_TRUE(caught.has_value());
+  const std::string report = caught->report();
+  EXPECT_NE(report.find(fmt::format("seed {}", caught->params.seed)), std::string::npos);
+  EXPECT_NE(report.find(fmt::format("invariant {}", caught->violation->invariant)),
+            std::string::npos);
+  EXPECT_NE(report.find(fmt::format("etlc-sim --seeds 1 --from {} --scenario zombie --faults "
+                                    "'unsafe=1' --trace",
+                                    caught->params.seed)),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("last "), std::string::npos);
+  EXPECT_GT(caught->tail.size(), 10u);
+}
+
+// --- regressions: the seeds of the bugs the simulator found (see docs/testing.md)
+// -----------------
+
+// The control loop busy-spun once a claim-retry deadline of a split no longer assigned had passed.
+TEST(SimRegression, IdleMemberSleeps_Calm1) {
+  const RunResult r = run(1, "calm");
   EXPECT_TRUE(r.ok()) << r.report();
+  EXPECT_LT(r.stats.steps, 20'000u) << "the fleet should sleep between events";
+}
+
+// A re-claim right after fail()/release adopted the lease it had just deleted (its lease view
+// lagged), so it held the split without a lease and a peer took it over from a live owner.
+TEST(SimRegression, ReclaimCreatesItsLease_Poison4_11_19) {
+  for (std::uint64_t seed : {4, 11, 19}) {
+    const RunResult r = run(seed, "poison");
+    EXPECT_TRUE(r.ok()) << r.report();
+    EXPECT_EQ(r.history.claims_without_lease, 0u) << "seed " << seed;
+  }
+}
+
+// A claim whose record CAS failed with 'unavailable' left its lease behind for ever.
+TEST(SimRegression, OrphanedLeaseIsGivenBack_Store186) {
+  const RunResult r = run(186, "store");
+  EXPECT_TRUE(r.ok()) << r.report();
+}
+
+// An election whose take_term() hit a store error left a member that neither led nor let anyone
+// else lead.
+TEST(SimRegression, HalfDoneElectionIsFinished_Store201) {
+  const RunResult r = run(201, "store");
+  EXPECT_TRUE(r.ok()) << r.report();
+}
+
+// A claim-time quarantine trusted a lagging lease view and parked a live owner's split.
+TEST(SimRegression, QuarantineOnlyAfterTakingTheLease_Chaos10121) {
+  const RunResult r = run(10121, "chaos");
+  EXPECT_TRUE(r.ok()) << r.report();
+}
+
+// After an unknown outcome, a stale re-read made a commit that had landed report 'fenced'.
+TEST(SimRegression, StaleReadNeverTurnsALandedCommitIntoFenced_Chaos11930_16828) {
+  for (std::uint64_t seed : {11930, 16828}) {
+    const RunResult r = run(seed, "chaos");
+    EXPECT_TRUE(r.ok()) << r.report();
+  }
+}
+
+// A claim CAS that landed late named a live member that never held the split; taking it over
+// consumed a delivery attempt.
+TEST(SimRegression, PhantomOwnerTakeoverConsumesNoAttempt_Chaos12851) {
+  const RunResult r = run(12851, "chaos");
+  EXPECT_TRUE(r.ok()) << r.report();
+}
+
+// --- the simulator's machinery
+// --------------------------------------------------------------------
+
+TEST(SimClockTest, VirtualAtInvertsLocalAt) {
+  VirtualTime vt;
+  for (std::int64_t ppm : {-30'000, -1'999, 0, 7, 2'000, 99'999}) {
+    SimClock c(vt, 1'000, 3'600'000'000'000, ppm);
+    for (VirtualNs v :
+         {VirtualNs{1'000}, VirtualNs{1'001}, VirtualNs{123'456'789}, VirtualNs{987'654'321'012}}) {
+      const Clock::time_point local(Clock::duration(c.local_at(v)));
+      const VirtualNs back = c.virtual_at(local);
+      EXPECT_LE(back, v) << ppm;
+      EXPECT_GE(c.local_at(back), c.local_at(v)) << ppm;
+      EXPECT_LT(c.local_at(back - 1), c.local_at(v)) << ppm;
+    }
+  }
+}
+
+TEST(SimClockTest, ClocksDriftAtTheirRate) {
+  VirtualTime vt;
+  SimClock fast(vt, 0, 0, 10'000), slow(vt, 0, 0, -10'000);
+  EXPECT_EQ(fast.local_at(kNsPerS), kNsPerS + kNsPerS / 100);
+  EXPECT_EQ(slow.local_at(kNsPerS), kNsPerS - kNsPerS / 100);
+}
+
+TEST(SimRngTest, StreamsAreReproducibleAndIndependent) {
+  Rng a = Rng::stream(5, 1), b = Rng::stream(5, 1), c = Rng::stream(5, 2);
+  int same = 0;
+  for (int i = 0; i < 100; ++i) {
+    const std::uint64_t x = a.next();
+    EXPECT_EQ(x, b.next());
+    same += x == c.next() ? 1 : 0;
+  }
+  EXPECT_EQ(same, 0);
+  Rng r(9);
+  for (int i = 0; i < 1000; ++i) {
+    const std::int64_t v = r.range(-3, 3);
+    EXPECT_GE(v, -3);
+    EXPECT_LE(v, 3);
+  }
+}
+
+class NoFleet final : public FleetView {
+ public:
+  const SimClock* clock_of(std::int32_t) const override { return nullptr; }
+  bool running_since(std::int32_t, VirtualNs) const override { return false; }
+  std::size_t held_count(std::int32_t) const override { return 0; }
+};
+
+// Slow watches deliver each key's events in order, the snapshot before caught_up and everything
+// after it, but reorder events of different keys.
+TEST(SimStoreTest, SlowWatchKeepsPerKeyOrderButReordersAcrossKeys) {
+  RunParams params;
+  VirtualTime time;
+  Trace trace(0);
+  NoFleet fleet;
+  History history(params, time, trace, fleet);
+  Rng rng(3);
+  std::uint64_t call = 0;
+  SimEnv env;
+  env.time = &time;
+  env.rng = &rng;
+  env.trace = &trace;
+  env.history = &history;
+  env.current_call = &call;
+  env.schedule_late = [](LateWrite) {};
+  auto mem = std::make_shared<MemoryStore>();
+  auto rec = std::make_shared<RecordingStore>(mem, history);
+  auto fis = std::make_shared<FaultInjectingStore>(rec, 0);
+  SimStore store(env, 0, "w", nullptr, fis, rec);
+  for (const char* k : {"k.a", "k.b"}) mem->create(k, "0");
+  store.faults.slow_watch_until = 100 * kNsPerS;
+  store.faults.slow_watch_max = 50 * kNsPerMs;
+  auto watch = store.watch("k.", {});
+  std::map<std::string, Revision> last;
+  const char* keys[] = {"k.a", "k.b", "k.c"};
+  for (int i = 0; i < 300; ++i) {
+    time.advance_to(time.now() + kNsPerMs);
+    const char* k = keys[rng.below(3)];
+    auto cur = mem->get(k);
+    if (cur) {
+      mem->update(k, std::to_string(i), cur->revision);
+    } else {
+      mem->create(k, std::to_string(i));
+    }
+    store.pump();
+  }
+  time.advance_to(time.now() + kNsPerS);
+  std::vector<WatchEvent> events;
+  watch->poll(events, 100'000);
+  ASSERT_GT(events.size(), 300u);
+  std::size_t snapshot = 0;
+  bool caught_up = false, reordered = false;
+  Revision prev = 0;
+  for (const auto& e : events) {
+    if (e.kind == WatchEvent::Kind::caught_up) {
+      EXPECT_FALSE(caught_up);
+      caught_up = true;
+      EXPECT_EQ(snapshot, 2u);
+      continue;
+    }
+    if (!caught_up) ++snapshot;
+    EXPECT_GT(e.revision, last[e.key]) << e.key;
+    last[e.key] = e.revision;
+    if (caught_up && e.revision < prev) reordered = true;
+    if (caught_up) prev = e.revision;
+  }
+  EXPECT_TRUE(caught_up);
+  EXPECT_TRUE(reordered) << "a slow watch should reorder events of different keys";
+}
+
+TEST(SimStoreTest, CrashPointLandsTheKthOperationThenFailsEverything) {
+  RunParams params;
+  VirtualTime time;
+  Trace trace(0);
+  NoFleet fleet;
+  History history(params, time, trace, fleet);
+  Rng rng(3);
+  std::uint64_t call = 0;
+  SimEnv env;
+  env.time = &time;
+  env.rng = &rng;
+  env.trace = &trace;
+  env.history = &history;
+  env.current_call = &call;
+  env.schedule_late = [](LateWrite) {};
+  auto mem = std::make_shared<MemoryStore>();
+  auto rec = std::make_shared<RecordingStore>(mem, history);
+  auto fis = std::make_shared<FaultInjectingStore>(rec, 0);
+  SimStore store(env, 0, "w", nullptr, fis, rec);
+  store.faults.crash_after = 2;
+  EXPECT_TRUE(store.create("x.a", "1").ok);
+  EXPECT_THROW(store.create("x.b", "1"), StoreError);  // the crash point: lands, then dies
+  EXPECT_TRUE(store.faults.crash_hit);
+  EXPECT_TRUE(mem->get("x.b").has_value());
+  EXPECT_THROW(store.create("x.c", "1"), StoreError);
+  EXPECT_FALSE(mem->get("x.c").has_value());
+  EXPECT_THROW(store.get("x.a"), StoreError);
 }
 
 }  // namespace

@@ -450,8 +450,18 @@ CommitResult World::user_call(Incarnation& inc, CallKind kind, Lane& lane,
         break;
     }
   } catch (const UsageError& e) {
-    history_.fail(2, fmt::format("{} of split {} by {} threw UsageError: {}", what, id,
-                                 names_[inc.id], e.what()));
+    // The lane's watermark is what the runtime granted it. A runtime that reads stale records
+    // (a store-contract violation the stale scenario injects on purpose) may grant below what it
+    // later believes is durable; anywhere else this is a runtime bug.
+    if (inc.store->stale_served() > 0) {
+      ++stats_.stale_anomalies;
+      trace_.add(
+          time_.now(), TraceKind::note, inc.id,
+          fmt::format("after stale reads, {} of {} threw UsageError: {}", what, id, e.what()));
+    } else {
+      history_.fail(2, fmt::format("{} of split {} by {} threw UsageError: {}", what, id,
+                                   names_[inc.id], e.what()));
+    }
     r = CommitResult{CommitStatus::fenced, e.what()};
   }
   trace_.add(time_.now(), TraceKind::call, inc.id, id, static_cast<std::int64_t>(kind),
@@ -461,7 +471,11 @@ CommitResult World::user_call(Incarnation& inc, CallKind kind, Lane& lane,
       ++stats_.fenced;
       history_.on_fenced(call_, id);
     } else if (r.durable()) {
-      history_.on_durable(call_, id, epoch, watermark, what);
+      std::optional<std::pair<std::string, std::string>> owner;
+      if (kind == CallKind::commit && inc.store->stale_served() == 0) {
+        owner = std::make_pair(inc.instance, inc.member->nonce());
+      }
+      history_.on_durable(call_, id, epoch, watermark, what, owner);
     }
   }
   return r;
