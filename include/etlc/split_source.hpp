@@ -25,6 +25,8 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "etlc/split.hpp"
 
