@@ -259,6 +259,9 @@ void History::check_split_update(SplitTruth& t, const core::SplitRecord& old,
     auto l = leases_.find(id);
     if (l == leases_.end() || l->second.owner != w.instance || l->second.nonce != w.nonce) {
       ++stats_.claims_without_lease;
+      trace_.add(time_.now(), TraceKind::note, w.inc,
+                 fmt::format("claim of {} landed while its sender holds no lease.{} ({})", id, id,
+                             l == leases_.end() ? "absent" : "owned by " + l->second.owner));
     }
     return;
   }

@@ -1,7 +1,7 @@
 // etlc-sim: runs the deterministic simulation over a range of seeds.
 //
 //   etlc-sim --seeds N --from S --scenario NAME [--faults 'name=value,...'] [--trace]
-//            [--stop-on-failure] [--time-limit SECONDS] [--progress N]
+//            [--stop-on-failure] [--time-limit SECONDS] [--progress N] [--per-run]
 //
 // Scenarios: calm crash pause store watch stale leader skew open poison chaos (and `all`, which
 // picks one per seed; `zombie` is the pause-heavy mix of the checker-must-fail test). Each run
@@ -32,13 +32,14 @@ struct Args {
   bool stop_on_failure = false;
   double time_limit_s = 0;  // 0 = none
   std::uint64_t progress = 0;
+  bool per_run = false;  // one summary line per run
 };
 
 [[noreturn]] void usage(const std::string& error) {
   std::fprintf(stderr,
                "%s\nusage: etlc-sim [--seeds N] [--from S] [--scenario NAME] [--faults "
                "'name=value,...'] [--trace] [--stop-on-failure] [--time-limit SECONDS] "
-               "[--progress N]\n",
+               "[--progress N] [--per-run]\n",
                error.c_str());
   std::exit(2);
 }
@@ -76,6 +77,8 @@ Args parse(int argc, char** argv) {
       a.stop_on_failure = true;
     } else if (f == "--time-limit") {
       a.time_limit_s = static_cast<double>(to_u64(f, value()));
+    } else if (f == "--per-run") {
+      a.per_run = true;
     } else if (f == "--progress") {
       a.progress = to_u64(f, value());
     } else if (f == "--help" || f == "-h") {
@@ -147,6 +150,21 @@ int main(int argc, char** argv) {
       std::printf("trace hash %016llx, %llu events\n",
                   static_cast<unsigned long long>(r.trace_hash),
                   static_cast<unsigned long long>(r.trace_events));
+    }
+    if (args.per_run) {
+      std::printf(
+          "run seed=%llu scenario=%s ok=%d virtual_s=%.1f real_ms=%.1f members=%d splits=%zu "
+          "steps=%llu crashes=%llu pauses=%llu takeovers=%llu quarantines=%llu "
+          "claims_without_lease=%llu stale_grants=%llu\n",
+          static_cast<unsigned long long>(seed), params.scenario.c_str(), r.ok() ? 1 : 0,
+          static_cast<double>(r.virtual_ns) / 1e9, r.real_s * 1e3, params.members,
+          params.records.size(), static_cast<unsigned long long>(r.stats.steps),
+          static_cast<unsigned long long>(r.stats.crashes),
+          static_cast<unsigned long long>(r.stats.pauses),
+          static_cast<unsigned long long>(r.history.claims_takeover),
+          static_cast<unsigned long long>(r.history.quarantines),
+          static_cast<unsigned long long>(r.history.claims_without_lease),
+          static_cast<unsigned long long>(r.stats.stale_grants));
     }
     if (!r.ok()) {
       ++failures;
