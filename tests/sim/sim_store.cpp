@@ -212,8 +212,10 @@ std::unique_ptr<Watch> SimStore::watch(std::string_view prefix, WatchOptions opt
   inner_opts.max_pending = options.max_pending;
   // The member's own notify is not used: the World wakes members when events become due.
   std::weak_ptr<bool> dirty = core->dirty;
-  inner_opts.notify = [dirty] {
+  std::weak_ptr<bool> any = any_dirty_;
+  inner_opts.notify = [dirty, any] {
     if (auto d = dirty.lock()) *d = true;
+    if (auto a = any.lock()) *a = true;
   };
   core->inner = fis_->watch(prefix, std::move(inner_opts));
   env_.trace->add(env_.time->now(), TraceKind::note, inc_, fmt::format("watch {}", prefix));
@@ -222,6 +224,7 @@ std::unique_ptr<Watch> SimStore::watch(std::string_view prefix, WatchOptions opt
                  watches_.end());
   watches_.push_back(core);
   auto handle = std::make_unique<SimWatch>(core, *this, env_, inc_);
+  *any_dirty_ = true;  // the snapshot
   pump();
   return handle;
 }
@@ -235,6 +238,8 @@ VirtualNs SimStore::watch_delay() {
 }
 
 void SimStore::pump() {
+  if (!*any_dirty_) return;
+  *any_dirty_ = false;
   const VirtualNs now = env_.time->now();
   std::vector<WatchEvent> batch;
   for (auto& weak : watches_) {

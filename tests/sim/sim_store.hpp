@@ -122,6 +122,8 @@ class SimStore final : public KvStore {
   std::shared_ptr<FaultInjectingStore> fis_;
   std::shared_ptr<RecordingStore> rec_;
   std::vector<std::weak_ptr<SimWatchCore>> watches_;
+  // Set by any of this store's watches when the store queued an event (pump skips clean stores).
+  std::shared_ptr<bool> any_dirty_ = std::make_shared<bool>(true);
   std::uint64_t activity_ = 0;
   std::uint64_t stale_served_ = 0;
 };
