@@ -1,7 +1,8 @@
 // Cold start: an empty store, `members` members started at once (from a few threads), a final
-// plan of `splits` splits. Timed from the first start() call to (a) the plan published (seeded:
-// every spec and split record created, plan header written) and (b) every lane filled. Store
-// connections are opened before the clock starts (a process connects before it joins).
+// plan of `splits` splits. Timed from the first start() call to (a) every lane filled (the leader
+// publishes assignments while it seeds, so lanes fill long before the last split is seeded) and
+// (b) the plan published (seeded: every spec and split record created, plan header written).
+// Store connections are opened before the clock starts (a process connects before it joins).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -59,9 +60,11 @@ Result run_cold_start(const BackendOptions& bo, const ColdStartOptions& o) {
   const double total_s = done ? std::max(since(t_filled), since(tl.plan_published())) : NAN;
 
   Result res;
-  res.add("total_s", total_s);
-  res.add("plan_published_s", since(tl.plan_published()));
+  // The figure is "every lane filled" (assignment is published while seeding goes on);
+  // the fully seeded plan is reported next to it.
   res.add("lanes_filled_s", since(t_filled));
+  res.add("plan_published_s", since(tl.plan_published()));
+  res.add("filled_and_seeded_s", total_s);
   res.add("seeding_creates_per_s", seeding_s > 0 ? creates / seeding_s : NAN);
   res.detail["config"] = {{"members", o.members},
                           {"splits", o.splits},
