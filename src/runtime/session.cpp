@@ -100,6 +100,13 @@ void Member::renew_session(TimePoint now) {
   }
   // Conflict: find out why.
   auto cur = store_->get(key);
+  if (cur && cur->revision <= session_rev_) {
+    // Our CAS at session_rev_ lost, so the record has moved past it: this read is stale and
+    // proves nothing. Retry soon; starvation keeps counting from the last renewal we saw land.
+    next_renew_ =
+        now + std::max<Duration>(config_.lease_duration / 30, std::chrono::milliseconds(20));
+    return;
+  }
   if (!cur) {
     log().warn("etlc: {}: session expired by peers; stopping lanes and rejoining", instance_);
     lose_all(LossReason::session_expired);
@@ -113,11 +120,12 @@ void Member::renew_session(TimePoint now) {
     return;
   }
   if (seen.nonce == nonce_) {
-    // Our own write landed earlier with an unknown outcome; adopt its revision.
+    // Our own write landed earlier with an unknown outcome: adopt its revision and renew on top
+    // of it at once. When it was sent is unknown, so it does not count as a renewal: peers judge
+    // us from when it landed, and starvation must not be judged from anything later.
     session_rec_ = seen;
     session_rev_ = cur->revision;
-    last_renew_sent_ok_ = now;
-    next_renew_ = now + config_.lease_duration / 3;
+    next_renew_ = now;
     return;
   }
   go_fatal(fmt::format(
