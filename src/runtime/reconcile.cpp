@@ -61,15 +61,28 @@ void Member::reconcile(TimePoint now) {
   // Leases of this process for splits it neither holds nor is asked to claim are leftovers of a
   // claim that failed half-way (lease created, then the record CAS or the give-back failed with a
   // store error). Nobody may claim those splits while this member lives: give them back (guarded
-  // delete at the revision seen; losing the race to our own earlier delete is fine).
-  std::vector<std::pair<std::string, Revision>> orphans;
+  // delete at the revision seen; a lost race refreshes the view from the store, so a wrong
+  // revision in the view cannot keep the lease alive for ever).
+  std::vector<std::string> orphans;
   for (const auto& [id, l] : leases_) {
     if (l.rec.owner == instance_ && l.rec.nonce == nonce_ && !find_held(id) &&
         !std::binary_search(assigned->begin(), assigned->end(), id)) {
-      orphans.emplace_back(id, l.rev);
+      orphans.push_back(id);
     }
   }
-  for (const auto& [id, rev] : orphans) store_->erase(core::lease_key(id), rev);
+  for (const auto& id : orphans) {
+    auto it = leases_.find(id);
+    if (store_->erase(core::lease_key(id), it->second.rev).ok) {
+      leases_.erase(it);
+      continue;
+    }
+    auto cur = store_->get(core::lease_key(id));  // already gone, or the view's revision is off
+    if (!cur) {
+      leases_.erase(it);
+      continue;
+    }
+    it->second = LeaseView{core::decode_lease(core::lease_key(id), cur->value), cur->revision};
+  }
 
   // held, no longer assigned -> revoke
   for (auto& h : held) {
