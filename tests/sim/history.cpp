@@ -474,25 +474,33 @@ void History::on_fenced(std::uint64_t call, std::string_view split_id) {
 
 void History::on_durable(std::uint64_t call, std::string_view split_id, std::uint64_t epoch,
                          std::uint64_t watermark, const char* what,
-                         const std::optional<std::pair<std::string, std::string>>& owner) {
+                         const std::optional<std::pair<std::string, std::string>>& owner,
+                         bool strict) {
   (void)call;
   auto it = splits_.find(std::string(split_id));
+  std::string problem;
   if (it == splits_.end() || !it->second.exists) {
-    fail(2, fmt::format("{} of split {} returned 'durable' but the split has no record", what,
-                        split_id));
-    return;
+    problem = fmt::format("{} of split {} returned 'durable' but the split has no record", what,
+                          split_id);
+  } else {
+    const core::SplitRecord& r = it->second.rec;
+    if (owner && (r.owner != owner->first || r.owner_nonce != owner->second ||
+                  r.status != core::SplitStatus::runnable)) {
+      problem = fmt::format("{} of split {} by {} returned 'durable' but the store holds {}", what,
+                            split_id, owner->first, describe(r));
+    } else if (r.epoch != epoch || r.progress.watermark < watermark) {
+      problem = fmt::format(
+          "{} of split {} at epoch {} watermark {} returned 'durable' but the "
+          "store holds {}",
+          what, split_id, epoch, watermark, describe(r));
+    }
   }
-  const core::SplitRecord& r = it->second.rec;
-  if (owner && (r.owner != owner->first || r.owner_nonce != owner->second ||
-                r.status != core::SplitStatus::runnable)) {
-    fail(2, fmt::format("{} of split {} by {} returned 'durable' but the store holds {}", what,
-                        split_id, owner->first, describe(r)));
-    return;
-  }
-  if (r.epoch != epoch || r.progress.watermark < watermark) {
-    fail(2, fmt::format("{} of split {} at epoch {} watermark {} returned 'durable' but the store "
-                        "holds {}",
-                        what, split_id, epoch, watermark, describe(r)));
+  if (problem.empty()) return;
+  if (strict) {
+    fail(2, std::move(problem));
+  } else {
+    ++stats_.stale_misreports;
+    trace_.add(time_.now(), TraceKind::note, -1, "after stale reads: " + problem);
   }
 }
 

@@ -87,6 +87,7 @@ struct HistoryStats {
   std::uint64_t expiries = 0;    // sessions deleted by peers
   std::uint64_t duplicates = 0;  // records emitted more than once (at-least-once replays)
   std::uint64_t emitted = 0;
+  std::uint64_t stale_misreports = 0;  // 'durable' outcomes a stale read made untrue
 };
 
 class History {
@@ -105,10 +106,12 @@ class History {
   // nothing it sent may land later.
   void on_fenced(std::uint64_t call, std::string_view split_id);
   // A user call returned `durable`: the store must hold it (epoch still the caller's).
-  // With `owner` (a commit by a member that read nothing stale), the record must still name it.
+  // With `owner` (a commit), the record must still name it. A member that was served stale
+  // reads (outside the store contract) may be misled about its own outcome: with `strict` false a
+  // mismatch is counted as a stale-read anomaly instead of a violation.
   void on_durable(std::uint64_t call, std::string_view split_id, std::uint64_t epoch,
                   std::uint64_t watermark, const char* what,
-                  const std::optional<std::pair<std::string, std::string>>& owner = std::nullopt);
+                  const std::optional<std::pair<std::string, std::string>>& owner, bool strict);
 
   // The keys a call wrote so far (landed writes only).
   std::vector<std::string> keys_in_call(std::uint64_t call) const {

@@ -145,6 +145,7 @@ int main(int argc, char** argv) {
     htotal.expiries += r.history.expiries;
     htotal.duplicates += r.history.duplicates;
     htotal.emitted += r.history.emitted;
+    htotal.stale_misreports += r.history.stale_misreports;
     if (args.trace) {
       for (const auto& rec : r.full) std::printf("%s\n", Trace::format(rec, r.actors).c_str());
       std::printf("trace hash %016llx, %llu events\n",
@@ -228,6 +229,7 @@ int main(int argc, char** argv) {
       static_cast<unsigned long long>(htotal.claims_without_lease),
       static_cast<unsigned long long>(total.stale_grants),
       static_cast<unsigned long long>(total.stale_anomalies),
+      static_cast<unsigned long long>(htotal.stale_misreports),
       static_cast<unsigned long long>(htotal.duplicates),
       static_cast<unsigned long long>(htotal.emitted),
       static_cast<unsigned long long>(total.fatal));

@@ -239,6 +239,23 @@ TEST(SimRegression, PhantomOwnerTakeoverConsumesNoAttempt_Chaos12851) {
   EXPECT_TRUE(r.ok()) << r.report();
 }
 
+// A renewal adopted from a stale read (or an unknown-outcome renewal adopted later) counted as
+// a fresh renewal: the member thought it was live while peers expired it with splits in hand.
+TEST(SimRegression, SelfFencingPrecedesExpiry_Chaos104658_107487_155977) {
+  for (std::uint64_t seed : {104658, 107487, 155977}) {
+    const RunResult r = run(seed, "chaos");
+    EXPECT_TRUE(r.ok()) << r.report();
+  }
+}
+
+// The orphan-lease sweep retried a wrong (stale-read) lease revision for ever.
+TEST(SimRegression, OrphanSweepRefreshesTheLeaseRevision_Chaos60217_60348) {
+  for (std::uint64_t seed : {60217, 60348}) {
+    const RunResult r = run(seed, "chaos");
+    EXPECT_TRUE(r.ok()) << r.report();
+  }
+}
+
 // --- the simulator's machinery
 // --------------------------------------------------------------------
 

@@ -454,15 +454,18 @@ CommitResult World::user_call(Incarnation& inc, CallKind kind, Lane& lane,
     // (a store-contract violation the stale scenario injects on purpose) may grant below what it
     // later believes is durable; anywhere else this is a runtime bug.
     if (inc.store->stale_served() > 0) {
+      // The lane keeps going (its later commits are higher) rather than abandoning a split the
+      // runtime still holds.
       ++stats_.stale_anomalies;
       trace_.add(
           time_.now(), TraceKind::note, inc.id,
           fmt::format("after stale reads, {} of {} threw UsageError: {}", what, id, e.what()));
+      r = CommitResult{CommitStatus::retryable, e.what()};
     } else {
       history_.fail(2, fmt::format("{} of split {} by {} threw UsageError: {}", what, id,
                                    names_[inc.id], e.what()));
+      r = CommitResult{CommitStatus::fenced, e.what()};
     }
-    r = CommitResult{CommitStatus::fenced, e.what()};
   }
   trace_.add(time_.now(), TraceKind::call, inc.id, id, static_cast<std::int64_t>(kind),
              kind == CallKind::decline_revoke ? -1 : static_cast<std::int64_t>(r.status));
@@ -472,10 +475,8 @@ CommitResult World::user_call(Incarnation& inc, CallKind kind, Lane& lane,
       history_.on_fenced(call_, id);
     } else if (r.durable()) {
       std::optional<std::pair<std::string, std::string>> owner;
-      if (kind == CallKind::commit && inc.store->stale_served() == 0) {
-        owner = std::make_pair(inc.instance, inc.member->nonce());
-      }
-      history_.on_durable(call_, id, epoch, watermark, what, owner);
+      if (kind == CallKind::commit) owner = std::make_pair(inc.instance, inc.member->nonce());
+      history_.on_durable(call_, id, epoch, watermark, what, owner, inc.store->stale_served() == 0);
     }
   }
   return r;
@@ -805,6 +806,11 @@ bool World::converged(std::string& why) {
       return false;
     }
     const std::vector<std::string>& splits = rec->second.splits;
+    if (splits.size() > slots_[inc->slot].max_in_flight) {
+      why = fmt::format("{} is assigned {} splits, above its lane budget of {}", names_[inc->id],
+                        splits.size(), slots_[inc->slot].max_in_flight);
+      return false;
+    }
     if (rec->second.term != plan->term) {
       why = fmt::format("{}'s assignment record is of term {}, the plan's is {}", names_[inc->id],
                         rec->second.term, plan->term);
