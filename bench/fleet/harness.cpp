@@ -37,7 +37,7 @@ class MemoryBackend final : public Backend {
 #ifdef ETLC_WITH_NATS
 class NatsBackend final : public Backend {
  public:
-  explicit NatsBackend(const std::string& url) {
+  NatsBackend(const std::string& url, int history) : history_(history) {
     static std::atomic<int> runs{0};
     if (url.empty()) {
       server_ = std::make_unique<testing::NatsServer>();
@@ -55,6 +55,7 @@ class NatsBackend final : public Backend {
     o.connection_name = "fleet-bench:" + member;
     o.probe_on_open = false;  // the member probes the store itself when it joins
     o.connect_timeout_ms = 10'000;
+    o.history = history_;
     return NatsStore::open(std::move(o));
   }
   void disconnect(const std::shared_ptr<KvStore>& store) override {
@@ -67,6 +68,7 @@ class NatsBackend final : public Backend {
   }
 
  private:
+  int history_ = 1;
   std::unique_ptr<testing::NatsServer> server_;
   std::string url_;
   std::string bucket_;
@@ -78,7 +80,8 @@ class NatsBackend final : public Backend {
 std::unique_ptr<Backend> make_backend(const BackendOptions& options) {
   if (options.store == "memory") return std::make_unique<MemoryBackend>();
 #ifdef ETLC_WITH_NATS
-  if (options.store == "nats") return std::make_unique<NatsBackend>(options.nats_url);
+  if (options.store == "nats")
+    return std::make_unique<NatsBackend>(options.nats_url, options.nats_history);
 #endif
   throw std::invalid_argument("unknown or unavailable store: " + options.store);
 }

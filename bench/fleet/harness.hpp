@@ -63,6 +63,7 @@ class Backend {
 struct BackendOptions {
   std::string store = "memory";  // memory | nats
   std::string nats_url;          // empty: start a nats-server per run (tests/support fixture)
+  int nats_history = 1;          // NatsStoreOptions::history of the bucket
 };
 
 std::unique_ptr<Backend> make_backend(const BackendOptions& options);

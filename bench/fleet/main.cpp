@@ -68,6 +68,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"memory", "nats"}));
   app.add_option("--nats-url", backend.nats_url,
                  "an existing server (default: start a nats-server per run)");
+  app.add_option("--nats-history", backend.nats_history, "values kept per key in the bucket")
+      ->check(CLI::Range(1, 64));
   app.add_flag("--json", json, "print one JSON document instead of tables");
   app.add_option("--repeat", repeat, "runs of the scenario (medians reported)")
       ->check(CLI::Range(1, 100));
@@ -189,6 +191,7 @@ int main(int argc, char** argv) {
   doc["schema"] = "fleet_bench/1";
   doc["scenario"] = scenario;
   doc["store"] = backend.store;
+  if (backend.store == "nats") doc["nats_history"] = backend.nats_history;
   doc["optimised_build"] = release;
   doc["options"] = options;
   doc["repeat"] = repeat;

@@ -200,39 +200,21 @@ int main(int argc, char** argv) {
   std::string mix;
   for (const auto& [name, n] : per_scenario) mix += fmt::format(" {}={}", name, n);
   std::printf("scenarios:%s\n", mix.c_str());
-  std::printf(
-      "exercised: %llu steps, %llu user calls, %llu crashes, %llu pauses (%llu zombie commits), "
-      "%llu leader crashes (%llu mid-plan, %llu mid-publish), %llu partitions, %llu watch drops, "
-      "%llu slow-watch and %llu stale-read episodes, %llu late writes, %llu planner failures, "
-      "%llu fenced calls, %llu revocations, %llu takeovers, %llu reclaims, %llu quarantines, "
-      "%llu peer expiries, %llu claims without a lease, %llu stale grants, %llu stale-read "
-      "UsageErrors, %llu duplicate records "
-      "of "
-      "%llu emitted, %llu fatal\n",
-      static_cast<unsigned long long>(total.steps), static_cast<unsigned long long>(total.calls),
-      static_cast<unsigned long long>(total.crashes), static_cast<unsigned long long>(total.pauses),
-      static_cast<unsigned long long>(total.zombie_commits),
-      static_cast<unsigned long long>(total.leader_crashes),
-      static_cast<unsigned long long>(total.mid_plan),
-      static_cast<unsigned long long>(total.mid_publish),
-      static_cast<unsigned long long>(total.partitions),
-      static_cast<unsigned long long>(total.watch_drops),
-      static_cast<unsigned long long>(total.slow_watches),
-      static_cast<unsigned long long>(total.stale_episodes),
-      static_cast<unsigned long long>(total.late_writes),
-      static_cast<unsigned long long>(total.planner_failures),
-      static_cast<unsigned long long>(total.fenced), static_cast<unsigned long long>(total.revokes),
-      static_cast<unsigned long long>(htotal.claims_takeover),
-      static_cast<unsigned long long>(htotal.claims_reclaim),
-      static_cast<unsigned long long>(htotal.quarantines),
-      static_cast<unsigned long long>(htotal.expiries),
-      static_cast<unsigned long long>(htotal.claims_without_lease),
-      static_cast<unsigned long long>(total.stale_grants),
-      static_cast<unsigned long long>(total.stale_anomalies),
-      static_cast<unsigned long long>(htotal.stale_misreports),
-      static_cast<unsigned long long>(htotal.duplicates),
-      static_cast<unsigned long long>(htotal.emitted),
-      static_cast<unsigned long long>(total.fatal));
+  fmt::print(
+      "exercised: {} steps, {} user calls, {} crashes, {} pauses ({} zombie commits), {} leader "
+      "crashes ({} mid-plan, {} mid-publish), {} partitions, {} watch drops, {} slow-watch and {} "
+      "stale-read episodes, {} late writes, {} planner failures, {} fenced calls, {} revocations, "
+      "{} takeovers, {} reclaims, {} quarantines, {} peer expiries, {} claims without a lease, {} "
+      "stale grants, {} stale-read UsageErrors, {} stale-read misreported outcomes, {} duplicate "
+      "records of {} emitted, {} fatal\n",
+      total.steps, total.calls, total.crashes, total.pauses, total.zombie_commits,
+      total.leader_crashes, total.mid_plan, total.mid_publish, total.partitions, total.watch_drops,
+      total.slow_watches, total.stale_episodes, total.late_writes, total.planner_failures,
+      total.fenced, total.revokes, htotal.claims_takeover, htotal.claims_reclaim,
+      htotal.quarantines, htotal.expiries, htotal.claims_without_lease, total.stale_grants,
+      total.stale_anomalies, htotal.stale_misreports, htotal.duplicates, htotal.emitted,
+      total.fatal);
+  std::fflush(stdout);
   if (!failed.empty()) {
     std::string list;
     for (const auto& f : failed) list += " " + f;
