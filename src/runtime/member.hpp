@@ -61,7 +61,8 @@ struct Held {
   core::SplitRecord record;  // the last durable record as this member wrote or read it
   Revision record_rev = 0;
   Revision lease_rev = 0;
-  bool gone = false;  // released or lost: no further I/O, commits report fenced
+  bool gone = false;       // released or lost: no further I/O, commits report fenced
+  int absent_rereads = 0;  // consecutive re-reads that found no record (see write_record)
   // Guarded by Member::shared_mu_:
   bool draining = false;
   bool declined = false;

@@ -22,6 +22,8 @@ namespace etlc::runtime {
 
 namespace {
 constexpr int kCasAttempts = 3;
+// Calls in a row that must read a held split's record as absent before it counts as deleted.
+constexpr int kAbsentRereadLimit = 3;
 constexpr std::size_t kMaxErrorBytes = 1024;
 
 // fail() reasons are user text stored in a JSON record: cap them and replace whatever is not
@@ -72,6 +74,7 @@ CommitResult Member::write_record(Held& h, const core::SplitRecord& next, const 
     if (r.ok) {
       h.record = next;
       h.record_rev = r.revision;
+      h.absent_rereads = 0;
       return {CommitStatus::durable, {}};
     }
     // Conflict or unknown outcome: look at what the store holds now.
@@ -83,9 +86,16 @@ CommitResult Member::write_record(Held& h, const core::SplitRecord& next, const 
       return {CommitStatus::retryable, fmt::format("{} outcome unknown: {}", what, e.what())};
     }
     if (!cur) {
+      // The library never deletes a split record, so a held split's record read as absent is a
+      // stale replica (our write may have landed) until it is seen absent kAbsentRereadLimit
+      // times in a row: then someone really deleted it (an operator wiping the job).
+      if (++h.absent_rereads < kAbsentRereadLimit) {
+        return {CommitStatus::retryable, fmt::format("{}: the split record read as absent", what)};
+      }
       drop_held(h, LossReason::fenced);
       return {CommitStatus::fenced, "the split record is gone"};
     }
+    h.absent_rereads = 0;
     if (cur->revision < h.record_rev) {
       // Revisions only grow, so this read predates a write we saw land: a stale replica. Judging
       // 'fenced' from it could hide a write of ours that landed (an unknown outcome).

@@ -338,5 +338,24 @@ TEST(Ownership, an_unreadable_spec_blocks_only_its_own_split) {
   EXPECT_EQ(b.count<Fatal>(), 0u);
 }
 
+TEST(Ownership, a_deleted_split_record_is_retryable_until_seen_absent_three_times_then_fenced) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(2, 10));
+  Fleet fleet(planner);
+  Node& a = fleet.add("a");
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && a.held().size() == 2; }));
+  const std::string split = *a.held().begin();
+  // An operator deletes the record under the owner. One absent read may be a stale replica
+  // (a write of ours may have landed), so the first calls are retryable and write nothing.
+  auto rec = fleet.mem->get(core::split_key(split));
+  ASSERT_TRUE(rec);
+  ASSERT_TRUE(fleet.mem->erase(core::split_key(split), rec->revision).ok);
+  EXPECT_EQ(a.coord->commit(split, SplitProgress{3, "x"}).status, CommitStatus::retryable);
+  EXPECT_EQ(a.coord->commit(split, SplitProgress{3, "x"}).status, CommitStatus::retryable);
+  EXPECT_FALSE(fleet.mem->get(core::split_key(split)));
+  EXPECT_EQ(a.coord->commit(split, SplitProgress{3, "x"}).status, CommitStatus::fenced);
+  EXPECT_FALSE(fleet.mem->get(core::split_key(split)));  // nothing recreated it
+  EXPECT_EQ(a.count<Fatal>(), 0u);
+}
+
 }  // namespace
 }  // namespace etlc::testing

@@ -222,12 +222,10 @@ TEST(SimRegression, StaleReadNeverTurnsALandedCommitIntoFenced_Chaos11930_16828)
   }
 }
 
-// OPEN (reported to the runtime's owner, hence DISABLED_): a commit's CAS had an unknown outcome
-// and landed, and the re-read came from a stale replica that did not have split.s0012 yet. An
-// absent record makes write_record() report 'fenced', so the call was told 'fenced' although its
-// write landed (invariant 2). Split records are never deleted, so an absent one on re-read is a
-// stale read: reporting 'retryable' would fix it.
-TEST(SimRegression, DISABLED_StaleAbsentReadNeverTurnsALandedCommitIntoFenced_Chaos101680) {
+// A commit's CAS had an unknown outcome and landed, and the re-read came from a stale replica
+// that did not have split.s0012 yet: an absent record made write_record() report 'fenced'
+// although its write had landed (invariant 2).
+TEST(SimRegression, StaleAbsentReadNeverTurnsALandedCommitIntoFenced_Chaos101680) {
   const RunResult r = run(101680, "chaos");
   EXPECT_TRUE(r.ok()) << r.report();
 }
