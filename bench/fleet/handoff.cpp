@@ -83,7 +83,10 @@ void attribute(const Sample& s, const std::vector<TraceEntry>& from,
   out.ms[3].push_back(ms(notified->start_ns, polled->start_ns));
   out.ms[4].push_back(ms(polled->start_ns, get_split->start_ns));
   out.ms[5].push_back(ms(get_split->start_ns, get_split->end_ns));
-  if (get_spec != nullptr) out.ms[6].push_back(ms(get_spec->start_ns, get_spec->end_ns));
+  // Usually prefetched while the previous owner drained it: a later get is another round's.
+  if (get_spec != nullptr && get_spec->start_ns < create->start_ns) {
+    out.ms[6].push_back(ms(get_spec->start_ns, get_spec->end_ns));
+  }
   out.ms[7].push_back(ms(create->start_ns, create->end_ns));
   out.ms[8].push_back(ms(claim->start_ns, claim->end_ns));
 }

@@ -7,8 +7,11 @@
 // Mapping of the six primitives (see etlc/store.hpp):
 //  * create  publishes the value with "Nats-Expected-Last-Subject-Sequence: 0"; if the key's last
 //            message is a delete marker, it re-publishes guarded by that marker's revision (read
-//            from the stream leader unless the store already knows the marker). A key that is
-//            live is a conflict (WriteResult::ok == false), never an exception.
+//            from the stream leader unless the store already knows the marker). A key whose
+//            deletion this store saw (its own erase, a watch, a read) is published guarded by that
+//            marker at once: one message instead of two, falling back as above if the key moved
+//            since. A key that is live is a conflict (WriteResult::ok == false), never an
+//            exception.
 //  * update  publishes with the expected revision as the expected last subject sequence. The
 //            server accepts a sequence that names a delete marker, so unless the store already
 //            knows `expected` to be a live value's revision (it remembers the revisions it handed
@@ -155,6 +158,7 @@ struct NatsStoreStats {
   std::uint64_t async_errors = 0;    // errors nats.c reported asynchronously (heartbeats, ...)
   std::uint64_t watches_broken = 0;  // watches this store broke (any reason)
   std::uint64_t guard_reads = 0;     // reads made before a write to rule out a delete marker
+  std::uint64_t publishes = 0;       // write messages sent (a create may send two)
 };
 
 namespace nats_detail {

@@ -212,6 +212,7 @@ class Member {
   void reconcile(TimePoint now);
   void try_claim(const std::string& id, TimePoint now);
   void claim(const std::string& id, TimePoint now);
+  void prefetch_spec(const std::string& id);  // into spec_cache_; store errors are ignored
   void begin_revocation(const std::shared_ptr<Held>& h, TimePoint now);
   void force_due_revocations(TimePoint now);
   void observe_completion();
@@ -255,7 +256,9 @@ class Member {
   std::set<std::string> cordons_;                      // leader only
   std::map<std::string, TimePoint> claim_retry_at_;
   std::vector<std::pair<std::string, Revision>> pending_lease_erases_;
-  std::unordered_map<std::string, SplitSpec> spec_cache_;  // specs read for claims in progress
+  // Specs read for claims in progress (and prefetched while a split's previous owner drains it),
+  // pruned to the assignment on every reconcile pass.
+  std::unordered_map<std::string, SplitSpec> spec_cache_;
   // Nonces of this member's own earlier sessions that ended without a crash (starved, expired):
   // reclaiming their splits is not poison evidence and consumes no attempt. Bounded.
   std::deque<std::string> benign_nonces_;

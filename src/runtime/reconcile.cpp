@@ -84,6 +84,11 @@ void Member::reconcile(TimePoint now) {
     it->second = LeaseView{core::decode_lease(core::lease_key(id), cur->value), cur->revision};
   }
 
+  // Specs prefetched for splits no longer assigned (bounded by the assignment's size).
+  std::erase_if(spec_cache_, [&](const auto& kv) {
+    return !std::binary_search(assigned->begin(), assigned->end(), kv.first);
+  });
+
   // held, no longer assigned -> revoke
   for (auto& h : held) {
     if (!std::binary_search(assigned->begin(), assigned->end(), h->id)) begin_revocation(h, now);
@@ -164,7 +169,10 @@ void Member::claim(const std::string& id, TimePoint now) {
     const core::LeaseRecord& l = it->second.rec;
     const bool ours_now = l.owner == instance_ && l.nonce == nonce_;
     const bool ours_before = l.owner == instance_ && l.nonce != nonce_;
-    if (!ours_now && !ours_before && session_live(l.owner, l.nonce)) return;  // wait for it
+    if (!ours_now && !ours_before && session_live(l.owner, l.nonce)) {
+      prefetch_spec(id);  // off the handoff's critical path: the claim then reads only the fence
+      return;             // wait for the owner to release it (or die)
+    }
     if (!ours_now && !erase_dead_lease(id)) return;
   }
 
@@ -300,6 +308,16 @@ void Member::claim(const std::string& id, TimePoint now) {
   metrics_.acquired(adopt ? "reclaim" : kind_name(d.kind));
   log().info("etlc: {}: acquired split '{}' epoch {} ({}), resuming at watermark {}", instance_, id,
              next.epoch, adopt ? "adopted" : kind_name(d.kind), next.progress.watermark);
+}
+
+void Member::prefetch_spec(const std::string& id) {
+  if (spec_cache_.count(id)) return;
+  try {
+    auto spec = store_->get(core::spec_key(id));
+    if (spec) spec_cache_.emplace(id, core::decode_spec(core::spec_key(id), spec->value).spec);
+  } catch (const StoreError& e) {
+    if (!e.retryable()) throw;  // a prefetch is an optimisation: the claim reads it again
+  }
 }
 
 void Member::observe_completion() {

@@ -196,6 +196,54 @@ TEST(NatsStore, CreateOverADeleteMarkerItKnowsNeedsNoRead) {
   EXPECT_EQ(cold.stats().guard_reads, cold_reads + 1);
 }
 
+TEST(NatsStore, CreateOverADeleteMarkerItSawIsOneMessageAndAStaleHintFallsBack) {
+  NatsStoreOptions o = options_for(unique_bucket());
+  o.probe_on_open = false;
+  NatsStore writer(o);
+  NatsStore watcher(o);
+  auto watch = open_watch(watcher, "h.");
+  ASSERT_TRUE(poll_until(*watch, [](const TestWatch& t) { return t.caught_up(); }));
+  auto erased_seen = [&](Revision rev) {
+    return poll_until(*watch, [&](const TestWatch& t) {
+      return std::any_of(t.events.begin(), t.events.end(), [&](const WatchEvent& e) {
+        return e.kind == WatchEvent::Kind::erase && e.revision == rev;
+      });
+    });
+  };
+  auto r1 = writer.create("h.k", "v1");
+  ASSERT_TRUE(r1.ok);
+  auto del = writer.erase("h.k", r1.revision);
+  ASSERT_TRUE(del.ok);
+  // The erasing store and a store whose watch saw the marker publish once, read nothing.
+  auto sent = writer.stats().publishes;
+  auto again = writer.create("h.k", "v2");
+  ASSERT_TRUE(again.ok);
+  EXPECT_EQ(writer.stats().publishes, sent + 1);
+  auto del2 = writer.erase("h.k", again.revision);
+  ASSERT_TRUE(del2.ok);
+  ASSERT_TRUE(erased_seen(del2.revision));
+  sent = watcher.stats().publishes;
+  auto reads = watcher.stats().guard_reads;
+  auto by_watcher = watcher.create("h.k", "v3");
+  ASSERT_TRUE(by_watcher.ok);
+  EXPECT_EQ(watcher.stats().publishes, sent + 1);
+  EXPECT_EQ(watcher.stats().guard_reads, reads);
+  // Stale hints: the key is live again (a conflict, reporting the live revision), or deleted
+  // again at a marker the hint does not name (the create still wins exactly once).
+  NatsStore cold(o);
+  ASSERT_TRUE(cold.erase("h.k", by_watcher.revision).ok);
+  auto live = cold.create("h.k", "v4");
+  ASSERT_TRUE(live.ok);
+  auto lost = writer.create("h.k", "v5");  // writer's hint names del2
+  EXPECT_FALSE(lost.ok);
+  EXPECT_EQ(lost.revision, live.revision);
+  ASSERT_TRUE(cold.erase("h.k", live.revision).ok);
+  auto won = writer.create("h.k", "v6");
+  ASSERT_TRUE(won.ok);
+  EXPECT_EQ(writer.get("h.k")->value, "v6");
+  EXPECT_FALSE(cold.create("h.k", "v7").ok);
+}
+
 TEST(NatsStore, ALosingCreateReportsTheLiveRevision) {
   NatsStore store(options_for(unique_bucket()));
   auto r1 = store.create("k", "v1");

@@ -20,6 +20,7 @@ namespace {
 
 constexpr std::size_t kLiveRevisionCapacity = std::size_t{1} << 17;
 constexpr std::size_t kDeleteMarkerCapacity = std::size_t{1} << 14;
+constexpr std::size_t kMarkerHintCapacity = std::size_t{1} << 14;  // keys
 // The stream's per-message limit counts headers as well as the value; our headers (expected
 // sequence, KV-Operation) are far below this.
 constexpr std::int32_t kHeaderAllowanceBytes = 4096;
@@ -82,7 +83,8 @@ Core::Core(NatsStoreOptions options)
       subject_prefix_("$KV." + bucket_ + "."),
       redactor_(secrets_of(options_)),
       live_revisions_(kLiveRevisionCapacity),
-      delete_markers_(kDeleteMarkerCapacity) {}
+      delete_markers_(kDeleteMarkerCapacity),
+      marker_hints_(kMarkerHintCapacity) {}
 
 Core::~Core() {
   close();
@@ -388,6 +390,7 @@ NatsStoreStats Core::stats() const {
   }
   s.watches_broken = watches_broken_.load();
   s.guard_reads = guard_reads_.load();
+  s.publishes = publishes_.load();
   return s;
 }
 
@@ -425,7 +428,10 @@ LastMessage Core::read_last(std::string_view key, std::string_view what) {
   if (natsMsgHeader_Get(msg.get(), kOperationHeader.data(), &op) == NATS_OK && op != nullptr) {
     out.tombstone = std::strcmp(op, "DEL") == 0 || std::strcmp(op, "PURGE") == 0;
   }
-  if (out.tombstone) delete_markers_.insert(out.revision);
+  if (out.tombstone) {
+    delete_markers_.insert(out.revision);
+    marker_hints_.note(key, out.revision);
+  }
   if (!out.tombstone) {
     const char* data = natsMsg_GetData(msg.get());
     int len = natsMsg_GetDataLength(msg.get());
@@ -475,6 +481,7 @@ Published Core::publish(std::string_view key, std::string_view value, std::uint6
   po.MaxWait = options_.op_timeout_ms;
   jsPubAck* raw_ack = nullptr;
   jsErrCode jerr = static_cast<jsErrCode>(0);
+  publishes_.fetch_add(1, std::memory_order_relaxed);
   s = js_PublishMsg(&raw_ack, js_.get(), msg.get(), &po, &jerr);
   PubAckPtr ack(raw_ack);
   Published out;

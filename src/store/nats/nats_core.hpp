@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "etlc/nats_store.hpp"
+#include "store/nats/marker_hints.hpp"
 #include "store/nats/nats_errors.hpp"
 #include "store/nats/nats_handles.hpp"
 #include "store/nats/nats_redact.hpp"
@@ -99,6 +100,8 @@ class Core : public std::enable_shared_from_this<Core> {
   // Revisions known to be delete markers (from erase results, reads and watches), so create can
   // re-try over a marker without reading it first.
   RevisionSet& delete_markers() { return delete_markers_; }
+  // Per key, the last delete marker seen (create's one-round-trip path; see marker_hints.hpp).
+  MarkerHints& marker_hints() { return marker_hints_; }
   void count_guard_read() { guard_reads_.fetch_add(1, std::memory_order_relaxed); }
   void count_broken_watch() { watches_broken_.fetch_add(1, std::memory_order_relaxed); }
 
@@ -141,7 +144,9 @@ class Core : public std::enable_shared_from_this<Core> {
 
   RevisionSet live_revisions_;
   RevisionSet delete_markers_;
+  MarkerHints marker_hints_;
   std::atomic<std::uint64_t> guard_reads_{0};
+  std::atomic<std::uint64_t> publishes_{0};
   std::atomic<std::uint64_t> watches_broken_{0};
 
   mutable std::mutex watches_mu_;

@@ -45,7 +45,9 @@ WriteResult NatsStore::create(std::string_view key, std::string_view value) {
   validate_key(key);
   validate_value(key, value);
   std::string what = fmt::format("create '{}'", key);
-  std::uint64_t expected = 0;
+  // Over a delete marker this process saw, publish guarded by it at once (one round trip); a
+  // stale hint fails on the real last sequence and takes the general path below.
+  std::uint64_t expected = core_->marker_hints().get(key);
   for (int attempt = 0; attempt < kMaxCreateAttempts; ++attempt) {
     Published p = core_->publish(key, value, expected, false, what);
     if (p.ok) {
@@ -110,6 +112,7 @@ WriteResult NatsStore::erase(std::string_view key, Revision expected) {
   Published p = core_->publish(key, {}, expected, true, what);
   if (p.ok) {
     core_->delete_markers().insert(p.revision);
+    core_->marker_hints().note(key, p.revision);
     return WriteResult{true, p.revision};
   }
   bool known = p.last_revision != 0 && core_->live_revisions().contains(p.last_revision);

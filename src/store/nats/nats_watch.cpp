@@ -173,6 +173,7 @@ void WatchState::run() {
 void WatchState::on_record(StreamRecord& r) {
   if (r.tombstone) {
     core_->delete_markers().insert(r.revision);
+    core_->marker_hints().note(r.key, r.revision);
   } else {
     core_->live_revisions().insert(r.revision);
   }
@@ -348,6 +349,7 @@ std::vector<Entry> list_from_consumer(Core& core, std::string_view prefix) {
     last_progress = SystemClock::instance().now();
     if (r.tombstone) {
       core.delete_markers().insert(r.revision);
+      core.marker_hints().note(r.key, r.revision);
       live.erase(r.key);
     } else {
       core.live_revisions().insert(r.revision);
