@@ -25,10 +25,11 @@
 //            without sending anything.
 //  * get     reads the subject's last message through the stream leader ($JS.API.STREAM.MSG.GET,
 //            never "direct get", which any replica of an R3/R5 bucket may answer stale).
-//  * watch   one JetStream ordered consumer (deliver last per subject, deletes included and
-//            filtered here; not kvStore_Watch, which hides headers) and one thread per watch. The
-//            snapshot is collected until nats.c's "initial values done" marker and delivered as one
-//            put per live key, then caught_up: delete markers of the snapshot are never delivered.
+//  * watch   one JetStream ordered consumer (deliver all: the bucket holds `history` values per
+//            key; deletes included and filtered here; not kvStore_Watch, which hides headers) and
+//            one thread per watch. The snapshot is collected (latest value per key) until the
+//            server reports nothing pending and delivered as one put per live key, then
+//            caught_up: delete markers of the snapshot are never delivered.
 //            Live DEL and PURGE markers become erase events. The bucket keeps `history` messages
 //            per key (default 1), so when a key is overwritten while a watch lags that many writes
 //            behind on it, the server has dropped a value the watch never read. Every message

@@ -370,6 +370,57 @@ TEST(NatsStore, UnderContentionAWatchIsGapFreeUntilItBreaksHistory64) {
   hammer_and_check(64);
 }
 
+// Keys always live, rewritten by four threads while watches open: every snapshot must name every
+// key before caught_up (a leader acting on a partial snapshot revokes splits from live owners).
+TEST(NatsStore, ASnapshotTakenUnderWriteLoadHasEveryLiveKey) {
+  NatsStoreOptions o = options_for(unique_bucket());
+  o.probe_on_open = false;
+  constexpr int kKeys = 9;
+  constexpr int kWriters = 4;
+  auto key = [](int i) { return "s.k" + std::to_string(i); };
+  {
+    NatsStore seed(o);
+    for (int i = 0; i < kKeys; ++i) ASSERT_TRUE(seed.create(key(i), "0").ok);
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<int> errors{0};
+  std::vector<std::thread> writers;
+  for (int t = 0; t < kWriters; ++t) {
+    writers.emplace_back([&, t] {
+      try {
+        NatsStore ws(o);
+        std::map<int, Revision> rev;
+        for (int i = t; i < kKeys; i += kWriters) rev[i] = ws.get(key(i))->revision;
+        while (!stop) {
+          for (auto& [i, r] : rev) {
+            auto res = ws.update(key(i), "x", r);
+            r = res.ok ? res.revision : ws.get(key(i))->revision;
+          }
+        }
+      } catch (const StoreError&) {
+        ++errors;
+      }
+    });
+  }
+  NatsStore reader(o);
+  int incomplete = 0;
+  constexpr int kRounds = 150;
+  for (int round = 0; round < kRounds; ++round) {
+    auto w = open_watch(reader, "s.");
+    ASSERT_TRUE(poll_until(*w, [](const TestWatch& t) { return t.caught_up() || t.broken; }));
+    std::set<std::string> keys;
+    for (const auto& e : w->events) {
+      if (e.kind == WatchEvent::Kind::caught_up) break;
+      keys.insert(e.key);
+    }
+    if (keys.size() != kKeys) ++incomplete;
+  }
+  stop = true;
+  for (auto& t : writers) t.join();
+  EXPECT_EQ(errors, 0);
+  EXPECT_EQ(incomplete, 0) << "of " << kRounds << " snapshots";
+}
+
 TEST(NatsStore, AWatchThatOverflowsBreaksAfterDeliveringWhatItQueued) {
   NatsStore store(options_for(unique_bucket()));
   auto w = open_watch(store, "o.", /*max_pending=*/3);

@@ -40,7 +40,12 @@ KeyConsumer::KeyConsumer(Core& core, std::string_view prefix, std::string_view w
   jsSubOptions_Init(&so);
   so.Ordered = true;  // nats.c re-creates the consumer at the right sequence after a gap
   so.Stream = core.stream().c_str();
-  so.Config.DeliverPolicy = js_DeliverLastPerSubject;
+  // Deliver all, not "last per subject": under concurrent writes, a last-per-subject consumer
+  // (nats-server 2.9.10) reported nothing pending while keys whose last message had been
+  // replaced mid-snapshot were still to come, so the snapshot missed live keys (36 of 200 in
+  // ASnapshotTakenUnderWriteLoadHasEveryLiveKey). The bucket keeps `history` values per key
+  // (default 1), so this delivers about as much; the snapshot keeps the latest per key.
+  so.Config.DeliverPolicy = js_DeliverAll;
   jsOptions jo = core.request_options();
   jsErrCode jerr = static_cast<jsErrCode>(0);
   natsStatus s = js_SubscribeSync(&sub_, core.js(), filter.c_str(), &jo, &so, &jerr);
