@@ -93,7 +93,8 @@ struct WatchEvent {
 // A live prefix watch: first one `put` per live key under the prefix (the snapshot, no deleted
 // keys), then exactly one `caught_up`, then every later put and erase of a key under the prefix,
 // in per-key revision order. Events for different keys may interleave in any order consistent
-// with each key's own order.
+// with each key's own order. With WatchOptions::latest_only, a backend may skip a key's
+// intermediate values (puts and erases) after caught_up, never its latest one.
 //
 // Destroying the handle cancels the watch; the notify callback does not run after the destructor
 // has returned. Not thread-safe: one consumer thread at a time.
@@ -115,6 +116,12 @@ struct WatchOptions {
   // Events that may wait unpolled; one more breaks the watch (watch_broken) instead of growing
   // without bound. A consumer that re-watches gets a fresh snapshot. At most kMaxWatchPending.
   std::size_t max_pending = std::size_t{1} << 20;
+  // The consumer keeps only each key's latest state (every etlc view does), so a backend that
+  // lost a key's intermediate values (a bucket keeping one value per key, overwritten while the
+  // watch lagged) may go on from the newer value instead of breaking the watch (watch_broken).
+  // Per-key order still holds and the latest value is always delivered. Backends that deliver
+  // every value ignore it.
+  bool latest_only = false;
 };
 
 class KvStore {

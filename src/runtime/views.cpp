@@ -22,6 +22,9 @@ constexpr std::size_t kEventsPerWatchPerStep = 4096;
 void Member::open_watch(WatchSlot& slot) {
   WatchOptions opts;
   opts.notify = options_.wake;
+  // Every view keeps only each key's latest state: a skipped intermediate value (a commit, a
+  // renewal) changes nothing it decides, while re-watching costs a snapshot of the prefix.
+  opts.latest_only = true;
   slot.watch = store_->watch(slot.prefix, std::move(opts));
   slot.caught_up = false;
 }

@@ -314,6 +314,7 @@ std::unique_ptr<Watch> FaultInjectingStore::watch(std::string_view prefix, Watch
   auto notify = std::make_shared<const std::function<void()>>(std::move(options.notify));
   WatchOptions inner_options;
   inner_options.max_pending = options.max_pending;
+  inner_options.latest_only = options.latest_only;
   if (*notify) inner_options.notify = [notify] { (*notify)(); };
   auto control =
       std::make_shared<FaultWatchControl>(notify, options.max_pending, std::string(prefix));

@@ -288,14 +288,17 @@ TEST(NatsStore, APurgeByAnotherClientIsAnErase) {
 // never continue with a gap. Per key, whatever a watch delivered is exactly the key's history
 // from the start (no gap, no reordering); a watch that did not break delivered all of it.
 // With more history the same load breaks fewer (here usually no) watches.
-void hammer_and_check(int history) {
+// Four threads CAS two keys 40 times each while three watches follow. Without latest_only a
+// watch delivers every value or breaks; with it, it never breaks and delivers an increasing
+// subsequence of each key's values ending with the last.
+void hammer_and_check(int history, bool latest_only = false) {
   NatsStoreOptions o = options_for(unique_bucket());
   o.history = history;
   NatsStore store(o);
   const std::vector<std::string> keys = {"c.k0", "c.k1"};
   std::vector<std::unique_ptr<TestWatch>> watchers;
   for (int i = 0; i < 3; ++i) {
-    watchers.push_back(open_watch(store, "c."));
+    watchers.push_back(open_watch(store, "c.", WatchOptions{}.max_pending, latest_only));
     ASSERT_TRUE(poll_until(*watchers.back(), [](const TestWatch& t) { return t.caught_up(); }));
   }
   std::mutex mu;
@@ -351,6 +354,17 @@ void hammer_and_check(int history) {
       for (const auto& e : w->live()) {
         if (e.key == k) got.push_back(e.revision);
       }
+      if (latest_only) {
+        EXPECT_FALSE(w->broken) << "a latest_only watch broke";
+        ASSERT_FALSE(got.empty()) << k;
+        EXPECT_EQ(got.back(), written[k].back()) << k << ": the latest value was not delivered";
+        EXPECT_TRUE(std::includes(written[k].begin(), written[k].end(), got.begin(), got.end()))
+            << k << ": delivered a revision never written";
+        EXPECT_TRUE(std::is_sorted(got.begin(), got.end()) &&
+                    std::adjacent_find(got.begin(), got.end()) == got.end())
+            << k << ": out of order";
+        continue;
+      }
       ASSERT_LE(got.size(), written[k].size());
       EXPECT_TRUE(std::equal(got.begin(), got.end(), written[k].begin()))
           << k << ": a gap or reordering in what the watch delivered";
@@ -364,6 +378,10 @@ void hammer_and_check(int history) {
 
 TEST(NatsStore, UnderContentionAWatchIsGapFreeUntilItBreaksHistory1) {
   hammer_and_check(1);
+}
+
+TEST(NatsStore, UnderContentionALatestOnlyWatchNeverBreaksAndEndsAtTheLatestValue) {
+  hammer_and_check(1, /*latest_only=*/true);
 }
 
 TEST(NatsStore, UnderContentionAWatchIsGapFreeUntilItBreaksHistory64) {

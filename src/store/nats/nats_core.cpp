@@ -408,6 +408,18 @@ void Core::require_connected(std::string_view what) const {
                    fmt::format("{}: not connected to NATS (reconnecting); nothing was sent", what));
 }
 
+std::uint64_t Core::last_sequence_matching(const std::string& filter, std::string_view what) {
+  require_connected(what);
+  natsMsg* raw = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  jsOptions jo = request_options();
+  natsStatus s = js_GetLastMsg(&raw, js_.get(), stream_.c_str(), filter.c_str(), &jo, &jerr);
+  MsgPtr msg(raw);
+  if (s == NATS_NOT_FOUND || jerr == JSNoMessageFoundErr) return 0;
+  if (s != NATS_OK) throw_failure(NatsFailure::capture(s, jerr, redactor_), OpKind::read, what);
+  return natsMsg_GetSequence(msg.get());
+}
+
 LastMessage Core::read_last(std::string_view key, std::string_view what) {
   require_connected(what);
   std::string subj = subject(key);

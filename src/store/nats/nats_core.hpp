@@ -90,6 +90,9 @@ class Core : public std::enable_shared_from_this<Core> {
 
   // One leader read of `key`'s last message. Read errors throw (unavailable/closed).
   LastMessage read_last(std::string_view key, std::string_view what);
+  // The stream sequence of the last message whose subject matches `filter` (a subject with
+  // wildcards, e.g. subject_prefix() + watch_filter(prefix)), or 0 if none. One leader read.
+  std::uint64_t last_sequence_matching(const std::string& filter, std::string_view what);
   // Publishes `value` (or a DEL marker) to `key` guarded by "expected last subject sequence ==
   // expected" (0: the subject has no message). A wrong-last-sequence reply is returned as
   // !ok; every other failure throws (see nats_errors.hpp, as a write).

@@ -33,6 +33,26 @@ std::optional<std::uint64_t> parse_u64(const char* text) {
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
+SnapshotBoundary::SnapshotBoundary(Core& core, std::string_view prefix, std::string what)
+    : core_(core),
+      filter_(core.subject_prefix() + Core::watch_filter(prefix)),
+      what_(std::move(what)),
+      boundary_(read()) {}
+
+std::uint64_t SnapshotBoundary::read() {
+  return core_.last_sequence_matching(filter_, what_);
+}
+
+bool SnapshotBoundary::reached(std::uint64_t revision) {
+  if (revision < boundary_) return false;
+  if (rounds_ >= kRounds) return true;
+  ++rounds_;
+  const std::uint64_t passed = boundary_;
+  boundary_ = read();
+  return boundary_ <= passed || boundary_ <= revision;
+}
+
+// ---------------------------------------------------------------------------------------------
 KeyConsumer::KeyConsumer(Core& core, std::string_view prefix, std::string_view what) : core_(core) {
   core.require_connected(what);
   std::string filter = core.subject_prefix() + Core::watch_filter(prefix);
@@ -129,10 +149,11 @@ WatchState::~WatchState() {
 }
 
 void WatchState::start() {
-  auto consumer =
-      std::make_shared<KeyConsumer>(*core_, prefix_, fmt::format("watch of prefix '{}'", prefix_));
+  const std::string what = fmt::format("watch of prefix '{}'", prefix_);
+  boundary_.emplace(*core_, prefix_, what);  // read before the consumer starts
+  auto consumer = std::make_shared<KeyConsumer>(*core_, prefix_, what);
   // Nothing to deliver (an empty range): caught up at once, without waiting for a message.
-  bool empty = consumer->drained();
+  bool empty = boundary_->empty();
   bool stop_now = false;
   {
     std::lock_guard lock(mu_);
@@ -171,7 +192,16 @@ void WatchState::run() {
       return;
     }
     on_record(record);
-    if (!caught_up && record.pending == 0) on_caught_up();
+    if (!caught_up) {
+      bool complete = false;
+      try {
+        complete = boundary_->reached(record.revision);
+      } catch (const StoreError& e) {
+        fail(e.what());
+        return;
+      }
+      if (complete) on_caught_up();
+    }
   }
 }
 
@@ -206,7 +236,7 @@ void WatchState::on_record(StreamRecord& r) {
       notify = stop =
           break_locked(fmt::format("watch of prefix '{}': the snapshot exceeds max_pending ({})",
                                    prefix_, options_.max_pending));
-    } else if (r.previous && *r.previous != known) {
+    } else if (r.previous && *r.previous != known && !options_.latest_only) {
       // The writer replaced revision *previous, which this watch never received: the server
       // dropped it (one value per key) before the watch read it. Never continue with a gap.
       notify = stop = break_locked(fmt::format(
@@ -329,9 +359,10 @@ std::size_t NatsWatch::poll(std::vector<WatchEvent>& out, std::size_t max_events
 // ---------------------------------------------------------------------------------------------
 std::vector<Entry> list_from_consumer(Core& core, std::string_view prefix) {
   std::string what = fmt::format("list of prefix '{}'", prefix);
+  SnapshotBoundary boundary(core, prefix, what);  // read before the consumer starts
+  if (boundary.empty()) return {};
   KeyConsumer consumer(core, prefix, what);
   std::map<std::string, Entry> live;
-  if (consumer.drained()) return {};
   const auto idle_limit = std::chrono::milliseconds(core.options().op_timeout_ms);
   auto last_progress = SystemClock::instance().now();
   for (;;) {
@@ -360,7 +391,7 @@ std::vector<Entry> list_from_consumer(Core& core, std::string_view prefix) {
       core.live_revisions().insert(r.revision);
       live[r.key] = Entry{r.key, std::move(r.value), r.revision};
     }
-    if (r.pending == 0) break;
+    if (boundary.reached(r.revision)) break;
   }
   std::vector<Entry> out;
   out.reserve(live.size());
