@@ -210,6 +210,7 @@ std::unique_ptr<Watch> SimStore::watch(std::string_view prefix, WatchOptions opt
   auto core = std::make_shared<SimWatchCore>();
   WatchOptions inner_opts;
   inner_opts.max_pending = options.max_pending;
+  inner_opts.latest_only = options.latest_only;
   // The member's own notify is not used: the World wakes members when events become due.
   std::weak_ptr<bool> dirty = core->dirty;
   std::weak_ptr<bool> any = any_dirty_;

@@ -128,11 +128,13 @@ struct TestWatch {
 
 // Opens a watch on `prefix` whose notify callback wakes poll_until. Throws what store.watch throws.
 inline std::unique_ptr<TestWatch> open_watch(etlc::KvStore& store, std::string prefix,
-                                             std::size_t max_pending = WatchOptions{}.max_pending) {
+                                             std::size_t max_pending = WatchOptions{}.max_pending,
+                                             bool latest_only = false) {
   auto w = std::make_unique<TestWatch>();
   w->prefix = std::move(prefix);
   etlc::WatchOptions options;
   options.max_pending = max_pending;
+  options.latest_only = latest_only;
   options.notify = [signal = w->signal] { signal->notify(); };
   w->watch = store.watch(w->prefix, std::move(options));
   return w;
