@@ -33,9 +33,47 @@ void Member::lead(TimePoint now) {
   ensure_watches();  // the leader-only watches
   if (!w_splits_.caught_up || !w_members_.caught_up || !w_assigns_.caught_up) return;
   advance_planning(now);
+  if (split_view_short(now)) return;  // wait for the watch to deliver the rest
   update_tallies(now);
   publish_assignment(now);
   cleanup_departed(now);
+}
+
+// Split records are never deleted, so a view holding fewer than the plan counts is missing some
+// (a snapshot that ended early): assigning from it would revoke splits from their live owners.
+// Wait for the watch to deliver the rest; after a lease, re-watch once; if a fresh snapshot is
+// short too, records really were deleted (by hand): go on with what exists.
+bool Member::split_view_short(TimePoint now) {
+  if (!plan_view_ || !plan_view_->first.planned || seeding_) return false;
+  const std::uint64_t known = splits_.size() + unreadable_splits_.size();
+  const std::uint64_t planned = plan_view_->first.split_count;
+  if (known >= planned) {
+    split_view_short_since_.reset();
+    split_view_rewatched_ = false;
+    return false;
+  }
+  if (split_view_rewatched_) {
+    if (split_view_short_since_) {
+      log().error(
+          "etlc: {}: a fresh snapshot holds {} of the plan's {} split records: records "
+          "were deleted from the store; assigning what exists",
+          instance_, known, planned);
+      split_view_short_since_.reset();
+    }
+    return false;
+  }
+  if (!split_view_short_since_) {
+    split_view_short_since_ = now;
+    log().warn(
+        "etlc: {}: the split view holds {} of the plan's {} records; waiting for the rest "
+        "before assigning",
+        instance_, known, planned);
+  } else if (now - *split_view_short_since_ >= config_.lease_duration) {
+    w_splits_.watch.reset();  // ensure_watches() re-opens it: a fresh snapshot
+    w_splits_.caught_up = false;
+    split_view_rewatched_ = true;
+  }
+  return true;
 }
 
 void Member::try_elect(TimePoint now) {

@@ -78,18 +78,18 @@ bool Member::erase_dead_lease(const std::string& split_id) {
   if (session_confirmed_live(it->second.rec.owner, it->second.rec.nonce)) return false;
   WriteResult r = store_->erase(core::lease_key(split_id), it->second.rev);
   if (r.ok) {
-    leases_.erase(it);
+    leases_.erase(split_id);
     return true;
   }
   // Moved: a new lease was written or it was already deleted; re-read to know.
   auto cur = store_->get(core::lease_key(split_id));
   if (!cur) {
-    leases_.erase(it);
+    leases_.erase(split_id);
     return true;
   }
   try {
-    it->second =
-        LeaseView{core::decode_lease(core::lease_key(split_id), cur->value), cur->revision};
+    leases_.assign(split_id, LeaseView{core::decode_lease(core::lease_key(split_id), cur->value),
+                                       cur->revision});
   } catch (const core::RecordError& e) {
     log().warn("etlc: {}", e.what());
   }

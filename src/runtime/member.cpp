@@ -30,6 +30,7 @@ Member::Member(CoordinatorConfig config, std::shared_ptr<KvStore> store,
       fingerprint_(planner_ ? planner_->fingerprint() : std::string()),
       delay_(config_.rebalance_delay) {
   nonce_ = options_.nonce.empty() ? fresh_nonce() : options_.nonce;
+  leases_.set_owner(instance_);
   if (!options_.plan_runner) options_.plan_runner = std::make_unique<InlinePlanRunner>();
   if (!options_.bulk) options_.bulk = std::make_unique<InlineBulkExecutor>();
 }

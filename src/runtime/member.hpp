@@ -33,6 +33,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/rebalance_delay.hpp"
@@ -44,6 +45,7 @@
 #include "etlc/planner.hpp"
 #include "etlc/store.hpp"
 #include "runtime/bulk_executor.hpp"
+#include "runtime/lease_table.hpp"
 #include "runtime/member_metrics.hpp"
 #include "runtime/plan_runner.hpp"
 
@@ -137,10 +139,7 @@ class Member {
     Revision rev = 0;
     TimePoint changed_at{};
   };
-  struct LeaseView {
-    core::LeaseRecord rec;
-    Revision rev = 0;
-  };
+  using LeaseView = LeaseTable::Entry;
   struct AssignView {
     core::AssignmentRecord rec;
     Revision rev = 0;
@@ -200,6 +199,8 @@ class Member {
   void seed_slice();
   void finish_seeding();
   void update_tallies(TimePoint now);
+  // Leader: true while the split view holds fewer records than the plan counts (see .cpp).
+  bool split_view_short(TimePoint now);
   bool write_plan(const core::PlanRecord& next);
 
   // publish.cpp
@@ -250,10 +251,15 @@ class Member {
   std::optional<std::pair<core::LeaderRecord, Revision>> leader_view_;
   std::optional<std::pair<core::PlanRecord, Revision>> plan_view_;
   std::map<std::string, MemberView> members_;
-  std::unordered_map<std::string, LeaseView> leases_;
+  LeaseTable leases_;
   std::map<std::string, AssignView> assigns_;
   std::unordered_map<std::string, SplitView> splits_;  // leader only
-  std::set<std::string> cordons_;                      // leader only
+  // Split keys whose latest record could not be decoded (leader only): they exist, so they count
+  // when the leader checks its view against the plan's split_count.
+  std::unordered_set<std::string> unreadable_splits_;
+  std::optional<TimePoint> split_view_short_since_;
+  bool split_view_rewatched_ = false;
+  std::set<std::string> cordons_;  // leader only
   std::map<std::string, TimePoint> claim_retry_at_;
   std::vector<std::pair<std::string, Revision>> pending_lease_erases_;
   // Specs read for claims in progress (and prefetched while a split's previous owner drains it),

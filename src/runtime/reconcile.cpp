@@ -13,6 +13,7 @@
 #include "log.hpp"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "core/claim_rules.hpp"
 #include "core/keys.hpp"
@@ -64,8 +65,8 @@ void Member::reconcile(TimePoint now) {
   // delete at the revision seen; a lost race refreshes the view from the store, so a wrong
   // revision in the view cannot keep the lease alive for ever).
   std::vector<std::string> orphans;
-  for (const auto& [id, l] : leases_) {
-    if (l.rec.owner == instance_ && l.rec.nonce == nonce_ && !find_held(id) &&
+  for (const std::string& id : leases_.owned()) {
+    if (leases_.find(id)->second.rec.nonce == nonce_ && !find_held(id) &&
         !std::binary_search(assigned->begin(), assigned->end(), id)) {
       orphans.push_back(id);
     }
@@ -73,15 +74,16 @@ void Member::reconcile(TimePoint now) {
   for (const auto& id : orphans) {
     auto it = leases_.find(id);
     if (store_->erase(core::lease_key(id), it->second.rev).ok) {
-      leases_.erase(it);
+      leases_.erase(id);
       continue;
     }
     auto cur = store_->get(core::lease_key(id));  // already gone, or the view's revision is off
     if (!cur) {
-      leases_.erase(it);
+      leases_.erase(id);
       continue;
     }
-    it->second = LeaseView{core::decode_lease(core::lease_key(id), cur->value), cur->revision};
+    leases_.assign(id,
+                   LeaseView{core::decode_lease(core::lease_key(id), cur->value), cur->revision});
   }
 
   // Specs prefetched for splits no longer assigned (bounded by the assignment's size).
@@ -94,11 +96,13 @@ void Member::reconcile(TimePoint now) {
     if (!std::binary_search(assigned->begin(), assigned->end(), h->id)) begin_revocation(h, now);
   }
   // assigned, not held -> claim, within the lane budget
+  std::unordered_set<std::string_view> held_ids;  // one lock, not one per assigned split
+  for (const auto& h : held) held_ids.insert(h->id);
   std::size_t holding = held.size();
   std::size_t attempts = 0;
   for (const std::string& id : *assigned) {
     if (holding >= config_.max_in_flight || attempts >= kClaimsPerStep) break;
-    if (find_held(id)) continue;
+    if (held_ids.count(id)) continue;
     if (auto it = claim_retry_at_.find(id); it != claim_retry_at_.end() && it->second > now) {
       continue;
     }
@@ -237,7 +241,7 @@ void Member::claim(const std::string& id, TimePoint now) {
       if (lease.owner != instance_ || lease.nonce != nonce_) return;  // another claimer won it
       lease_rev = existing->revision;
     }
-    leases_[id] = LeaseView{lease, lease_rev};
+    leases_.assign(id, LeaseView{lease, lease_rev});
   }
 
   if (d.quarantine) {

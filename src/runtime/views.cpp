@@ -58,6 +58,7 @@ void Member::ensure_watches() {
   if (leader_) {
     if (!w_splits_.watch) {
       splits_.clear();
+      unreadable_splits_.clear();
       completed_count_ = quarantined_count_ = 0;
       open_watch(w_splits_);
     }
@@ -193,7 +194,7 @@ void Member::on_lease_event(const WatchEvent& e) {
     return;
   }
   auto rec = core::decode_lease(e.key, e.value);
-  leases_[*id] = LeaseView{std::move(rec), e.revision};
+  leases_.assign(*id, LeaseView{std::move(rec), e.revision});
 }
 
 void Member::on_assign_event(const WatchEvent& e) {
@@ -225,6 +226,7 @@ void Member::on_split_event(const WatchEvent& e) {
   auto it = splits_.find(*id);
   if (it != splits_.end() && it->second.rev > e.revision) return;
   if (e.kind != WatchEvent::Kind::put) {
+    unreadable_splits_.erase(*id);
     if (it != splits_.end()) {
       count(it->second.rec, false);
       splits_.erase(it);
@@ -232,7 +234,14 @@ void Member::on_split_event(const WatchEvent& e) {
     }
     return;
   }
-  auto rec = core::decode_split(e.key, e.value);
+  core::SplitRecord rec;
+  try {
+    rec = core::decode_split(e.key, e.value);
+  } catch (const core::RecordError&) {
+    unreadable_splits_.insert(*id);
+    throw;  // counted and logged by drain_watches; the view keeps the last readable record
+  }
+  unreadable_splits_.erase(*id);
   if (it == splits_.end()) {
     count(rec, true);
     splits_.emplace(*id, SplitView{std::move(rec), e.revision});
