@@ -213,9 +213,12 @@ void Member::claim(const std::string& id, TimePoint now) {
     d.quarantine = false;
   }
   if (d.kind == core::ClaimKind::takeover && rec.owner_nonce &&
-      session_live(*rec.owner, *rec.owner_nonce)) {
+      session_live(*rec.owner, *rec.owner_nonce) &&
+      session_confirmed_live(*rec.owner, *rec.owner_nonce)) {
     // The record names a live session that holds no lease: that member released the split or
-    // never held it (its claim CAS landed late, after it had given up). Not a crash.
+    // never held it (its claim CAS landed late, after it had given up). Not a crash. Live by the
+    // member view and a point read both: the view may not yet show a crashed owner's expiry that
+    // the lease watch already reflects (decision 0006), and a waiver must not rest on one read.
     d.consumes_attempt = false;
     d.attempts_after = rec.attempts;
     d.quarantine = false;

@@ -246,6 +246,14 @@ TEST(SimRegression, SelfFencingPrecedesExpiry_Chaos104658_107487_155977) {
   }
 }
 
+// The waiver for a takeover from a live phantom owner trusted the member view: a crashed owner
+// whose expiry the claimer's session watch had not delivered yet looked live, and its split was
+// taken over without consuming an attempt.
+TEST(SimRegression, TakeoverFromADeadOwnerConsumesAnAttempt_Chaos78714) {
+  const RunResult r = run(78714, "chaos");
+  EXPECT_TRUE(r.ok()) << r.report();
+}
+
 // The orphan-lease sweep retried a wrong (stale-read) lease revision for ever.
 TEST(SimRegression, OrphanSweepRefreshesTheLeaseRevision_Chaos60217_60348) {
   for (std::uint64_t seed : {60217, 60348}) {
