@@ -1,9 +1,16 @@
 // See lease_table.hpp.
 #include "runtime/lease_table.hpp"
 
+#include <algorithm>
+
 namespace etlc::runtime {
 
 void LeaseTable::assign(const std::string& id, Entry entry) {
+  if (auto it = map_.find(id); it != map_.end() && entry.rev < it->second.rev) return;
+  if (auto d = deleted_at_.find(id); d != deleted_at_.end()) {
+    if (entry.rev < d->second) return;
+    deleted_at_.erase(d);
+  }
   if (entry.rec.owner == owner_) {
     owned_.insert(id);
   } else {
@@ -12,14 +19,19 @@ void LeaseTable::assign(const std::string& id, Entry entry) {
   map_.insert_or_assign(id, std::move(entry));
 }
 
-void LeaseTable::erase(const std::string& id) {
+void LeaseTable::erase(const std::string& id, Revision deleted_at) {
   map_.erase(id);
   owned_.erase(id);
+  if (deleted_at != 0) {
+    Revision& floor = deleted_at_[id];
+    floor = std::max(floor, deleted_at);
+  }
 }
 
 void LeaseTable::clear() {
   map_.clear();
   owned_.clear();
+  deleted_at_.clear();
 }
 
 }  // namespace etlc::runtime

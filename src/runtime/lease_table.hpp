@@ -1,7 +1,11 @@
 // LeaseTable: a member's view of lease.* (split id -> lease record and revision), with an index
 // of the splits whose lease names this member's instance, so the per-step sweep of its own
-// leases costs O(own leases) rather than O(every lease in the job). Not thread-safe (the
-// member's control loop owns it).
+// leases costs O(own leases) rather than O(every lease in the job).
+//
+// The view never goes back in time: revisions only grow, so an entry older than the one held, or
+// than a delete the view saw, comes from a stale read and is ignored (a stale read once put an
+// older lease revision over a fresh one and the member's own orphaned lease was never given back:
+// sim seed 21364). Not thread-safe (the member's control loop owns it).
 #pragma once
 
 #include <set>
@@ -26,8 +30,10 @@ class LeaseTable {
 
   Map::const_iterator find(const std::string& id) const { return map_.find(id); }
   Map::const_iterator end() const { return map_.end(); }
+  // Sets the entry unless it is older than the one held or than a delete seen (a stale read).
   void assign(const std::string& id, Entry entry);
-  void erase(const std::string& id);
+  // Drops the entry; `deleted_at` (the delete's revision, if known) floors later assigns.
+  void erase(const std::string& id, Revision deleted_at = 0);
   void clear();
   // Split ids whose lease names the owner instance (any nonce), sorted.
   const std::set<std::string>& owned() const { return owned_; }
@@ -36,6 +42,7 @@ class LeaseTable {
   std::string owner_;
   Map map_;
   std::set<std::string> owned_;
+  std::unordered_map<std::string, Revision> deleted_at_;  // at most one per split
 };
 
 }  // namespace etlc::runtime

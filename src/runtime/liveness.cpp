@@ -78,7 +78,7 @@ bool Member::erase_dead_lease(const std::string& split_id) {
   if (session_confirmed_live(it->second.rec.owner, it->second.rec.nonce)) return false;
   WriteResult r = store_->erase(core::lease_key(split_id), it->second.rev);
   if (r.ok) {
-    leases_.erase(split_id);
+    leases_.erase(split_id, r.revision);
     return true;
   }
   // Moved: a new lease was written or it was already deleted; re-read to know.

@@ -73,8 +73,8 @@ void Member::reconcile(TimePoint now) {
   }
   for (const auto& id : orphans) {
     auto it = leases_.find(id);
-    if (store_->erase(core::lease_key(id), it->second.rev).ok) {
-      leases_.erase(id);
+    if (WriteResult r = store_->erase(core::lease_key(id), it->second.rev); r.ok) {
+      leases_.erase(id, r.revision);
       continue;
     }
     auto cur = store_->get(core::lease_key(id));  // already gone, or the view's revision is off

@@ -188,7 +188,7 @@ void Member::on_lease_event(const WatchEvent& e) {
   if (!id) return;
   if (auto it = leases_.find(*id); it != leases_.end() && it->second.rev > e.revision) return;
   if (e.kind != WatchEvent::Kind::put) {
-    leases_.erase(*id);
+    leases_.erase(*id, e.revision);
     claim_retry_at_.erase(*id);  // a freed split may be claimable at once
     if (leader_) assignment_dirty_ = true;
     return;

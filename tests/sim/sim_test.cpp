@@ -254,6 +254,13 @@ TEST(SimRegression, TakeoverFromADeadOwnerConsumesAnAttempt_Chaos78714) {
   EXPECT_TRUE(r.ok()) << r.report();
 }
 
+// The orphan sweep refreshed the lease view from a stale read, putting an older revision (naming
+// another member) over its own lease: the member waited for ever on a lease that was its own.
+TEST(SimRegression, TheLeaseViewNeverGoesBackInTime_Stale21364) {
+  const RunResult r = run(21364, "stale");
+  EXPECT_TRUE(r.ok()) << r.report();
+}
+
 // The orphan-lease sweep retried a wrong (stale-read) lease revision for ever.
 TEST(SimRegression, OrphanSweepRefreshesTheLeaseRevision_Chaos60217_60348) {
   for (std::uint64_t seed : {60217, 60348}) {
