@@ -76,12 +76,16 @@ bool Member::erase_dead_lease(const std::string& split_id) {
   // owner's session does. Deleting a live lease would only cost a spurious takeover (fencing still
   // holds), but that takeover would burn a delivery attempt, so confirm with a point read.
   if (session_confirmed_live(it->second.rec.owner, it->second.rec.nonce)) return false;
-  WriteResult r = store_->erase(core::lease_key(split_id), it->second.rev);
+  return erase_lease_at(split_id, it->second.rev);
+}
+
+bool Member::erase_lease_at(const std::string& split_id, Revision rev) {
+  WriteResult r = store_->erase(core::lease_key(split_id), rev);
   if (r.ok) {
     leases_.erase(split_id, r.revision);
     return true;
   }
-  // Moved: a new lease was written or it was already deleted; re-read to know.
+  // Moved: a new lease was written, it was already deleted, or `rev` was wrong; re-read to know.
   auto cur = store_->get(core::lease_key(split_id));
   if (!cur) {
     leases_.erase(split_id);

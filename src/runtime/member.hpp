@@ -188,6 +188,9 @@ class Member {
   void expire_peers(TimePoint now);
   Duration expiry_wait(const std::string& id, const MemberView& v) const;
   bool erase_dead_lease(const std::string& split_id);
+  // Guarded delete of lease.{id} at `rev`; a lost race re-reads the lease and refreshes the view
+  // (a wrong revision in the view must not keep a lease alive). True if the lease is now gone.
+  bool erase_lease_at(const std::string& split_id, Revision rev);
   bool session_confirmed_live(const std::string& instance, const std::string& nonce);
 
   // leadership.cpp
@@ -213,7 +216,10 @@ class Member {
   void reconcile(TimePoint now);
   void try_claim(const std::string& id, TimePoint now);
   void claim(const std::string& id, TimePoint now);
-  void prefetch_spec(const std::string& id);  // into spec_cache_; store errors are ignored
+  // Reads spec.{id} into spec_cache_ unless cached; false if it does not exist. Throws store and
+  // record errors.
+  bool load_spec(const std::string& id);
+  void prefetch_spec(const std::string& id);  // load_spec, ignoring retryable store errors
   void begin_revocation(const std::shared_ptr<Held>& h, TimePoint now);
   void force_due_revocations(TimePoint now);
   void observe_completion();

@@ -71,20 +71,7 @@ void Member::reconcile(TimePoint now) {
       orphans.push_back(id);
     }
   }
-  for (const auto& id : orphans) {
-    auto it = leases_.find(id);
-    if (WriteResult r = store_->erase(core::lease_key(id), it->second.rev); r.ok) {
-      leases_.erase(id, r.revision);
-      continue;
-    }
-    auto cur = store_->get(core::lease_key(id));  // already gone, or the view's revision is off
-    if (!cur) {
-      leases_.erase(id);
-      continue;
-    }
-    leases_.assign(id,
-                   LeaseView{core::decode_lease(core::lease_key(id), cur->value), cur->revision});
-  }
+  for (const auto& id : orphans) erase_lease_at(id, leases_.find(id)->second.rev);
 
   // Specs prefetched for splits no longer assigned (bounded by the assignment's size).
   std::erase_if(spec_cache_, [&](const auto& kv) {
@@ -185,13 +172,8 @@ void Member::claim(const std::string& id, TimePoint now) {
   auto cur = store_->get(skey);
   if (!cur) return;  // not seeded yet
   core::SplitRecord rec = core::decode_split(skey, cur->value);
-  auto spec_it = spec_cache_.find(id);
-  if (spec_it == spec_cache_.end()) {
-    auto spec = store_->get(core::spec_key(id));
-    if (!spec) return;
-    spec_it =
-        spec_cache_.emplace(id, core::decode_spec(core::spec_key(id), spec->value).spec).first;
-  }
+  if (!load_spec(id)) return;
+  const auto spec_it = spec_cache_.find(id);
 
   core::ClaimDecision d =
       core::decide_claim(rec, std::nullopt, instance_, nonce_, config_.max_attempts);
@@ -317,11 +299,17 @@ void Member::claim(const std::string& id, TimePoint now) {
              next.epoch, adopt ? "adopted" : kind_name(d.kind), next.progress.watermark);
 }
 
+bool Member::load_spec(const std::string& id) {
+  if (spec_cache_.count(id)) return true;
+  auto spec = store_->get(core::spec_key(id));
+  if (!spec) return false;
+  spec_cache_.emplace(id, core::decode_spec(core::spec_key(id), spec->value).spec);
+  return true;
+}
+
 void Member::prefetch_spec(const std::string& id) {
-  if (spec_cache_.count(id)) return;
   try {
-    auto spec = store_->get(core::spec_key(id));
-    if (spec) spec_cache_.emplace(id, core::decode_spec(core::spec_key(id), spec->value).spec);
+    load_spec(id);
   } catch (const StoreError& e) {
     if (!e.retryable()) throw;  // a prefetch is an optimisation: the claim reads it again
   }
