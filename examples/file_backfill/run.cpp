@@ -105,13 +105,19 @@ std::shared_ptr<etlc::KvStore> open_store(const RunOptions& o) {
   n.op_timeout_ms = std::clamp<std::int64_t>(o.lease_ms / 3, 200, 5000);
   // A transient failure at startup (a timeout on a loaded machine, a server still starting) is
   // retried a few times; a store that stays unreachable is a one-line error.
+  // The error stays one line; when the first attempt failed differently (it reached a server
+  // that then went away, say), that first cause is part of the line.
   constexpr int kAttempts = 3;
+  std::string first_error;
   for (int attempt = 1;; ++attempt) {
     try {
       return etlc::NatsStore::open(n);
     } catch (const etlc::StoreError& e) {
+      if (attempt == 1) first_error = e.what();
       if (!e.retryable() || attempt == kAttempts) {
-        throw UserError("cannot use the store at " + o.store + ": " + e.what());
+        std::string line = "cannot use the store at " + o.store + ": " + e.what();
+        if (first_error != e.what()) line += " (first attempt: " + first_error + ")";
+        throw UserError(line);
       }
     } catch (const std::exception& e) {
       throw UserError("cannot use the store at " + o.store + ": " + e.what());

@@ -75,7 +75,8 @@ TEST(FileBackfillNatsE2E, three_processes_one_killed_one_paused_past_its_lease_v
   ChildProcess p2(args("p2"), d.path() / "p2.log");
   auto logs = [&] {
     return "--- p0 ---\n" + read_text(d.path() / "p0.log") + "--- p1 ---\n" +
-           read_text(d.path() / "p1.log") + "--- p2 ---\n" + read_text(d.path() / "p2.log");
+           read_text(d.path() / "p1.log") + "--- p2 ---\n" + read_text(d.path() / "p2.log") +
+           server.diagnostics();
   };
 
   // Let the three join (each prints its banner once its store is open) and take splits (each

@@ -201,7 +201,9 @@ TEST(NatsStore, CreateOverADeleteMarkerItSawIsOneMessageAndAStaleHintFallsBack) 
   o.probe_on_open = false;
   NatsStore writer(o);
   NatsStore watcher(o);
-  auto watch = open_watch(watcher, "h.");
+  // Latest-only, as the runtime's watches are: the writes below replace each other at once, and
+  // a full-history watch that falls behind them breaks (it cannot deliver a replaced value).
+  auto watch = open_watch(watcher, "h.", WatchOptions{}.max_pending, /*latest_only=*/true);
   ASSERT_TRUE(poll_until(*watch, [](const TestWatch& t) { return t.caught_up(); }));
   auto erased_seen = [&](Revision rev) {
     return poll_until(*watch, [&](const TestWatch& t) {
@@ -221,7 +223,7 @@ TEST(NatsStore, CreateOverADeleteMarkerItSawIsOneMessageAndAStaleHintFallsBack) 
   EXPECT_EQ(writer.stats().publishes, sent + 1);
   auto del2 = writer.erase("h.k", again.revision);
   ASSERT_TRUE(del2.ok);
-  ASSERT_TRUE(erased_seen(del2.revision));
+  ASSERT_TRUE(erased_seen(del2.revision)) << watch->broken_message;
   sent = watcher.stats().publishes;
   auto reads = watcher.stats().guard_reads;
   auto by_watcher = watcher.create("h.k", "v3");

@@ -370,6 +370,28 @@ std::string NatsServer::log_tail(std::size_t bytes) const {
   return text;
 }
 
+std::string NatsServer::diagnostics(std::size_t bytes) {
+  std::string state;
+  if (pid_ <= 0) {
+    state = "not running (stopped by the test)";
+  } else {
+    int status = 0;
+    pid_t r = ::waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+      state = WIFSIGNALED(status) ? "died of signal " + std::to_string(WTERMSIG(status))
+                                  : "exited with status " + std::to_string(WEXITSTATUS(status));
+      pid_ = -1;
+    } else {
+      state = "running (pid " + std::to_string(pid_) + ", state " + process_state(pid_) +
+              ", healthz " + (healthy() ? "ok" : "not ok") + ")";
+    }
+  }
+  std::string out = read_file(dir_.path() / "stdout.log");
+  if (out.size() > bytes) out = out.substr(out.size() - bytes);
+  return "nats-server " + url() + ": " + state + "\n--- server log ---\n" + log_tail(bytes) +
+         "--- server stdout/stderr ---\n" + out;
+}
+
 // ---------------------------------------------------------------------------------------------
 NatsCluster::NatsCluster(std::size_t size, NatsServerConfig base, std::string name) {
   if (size < 1) throw std::invalid_argument("NatsCluster needs at least one node");

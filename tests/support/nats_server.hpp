@@ -105,6 +105,10 @@ class NatsServer {
   bool wait_healthy(std::chrono::milliseconds timeout) const;
   // The last `bytes` bytes of the server log (for failure messages).
   std::string log_tail(std::size_t bytes = 4000) const;
+  // For failure messages: whether the process is still running (reaping it and reporting its
+  // exit status if it died on its own), whether it answers /healthz, and the tails of its log
+  // and of its stdout/stderr (a Go panic lands there, not in the log).
+  std::string diagnostics(std::size_t bytes = 3000);
 
  private:
   void start();
