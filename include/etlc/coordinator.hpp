@@ -45,6 +45,10 @@ struct CommitResult {
 
 std::string_view to_string(CommitStatus s) noexcept;
 
+// Passed as the `epoch` of commit(), complete(), fail() or release_drained(): act on whatever
+// tenancy this member holds the split in now, without checking it is the caller's.
+inline constexpr std::uint64_t kAnyEpoch = 0;
+
 class Coordinator {
  public:
   // Validates the config (ConfigError naming the rule) and the planner's fingerprint. Does no
@@ -73,19 +77,29 @@ class Coordinator {
   // The next event, waiting up to `timeout` (thread mode; in manual mode it does not wait).
   std::optional<Event> wait_event(std::chrono::milliseconds timeout);
 
+  // The four writes below name the tenancy they act for with `epoch`: the SplitGranted::epoch of
+  // the grant the caller's lane was opened for. If this member no longer holds the split in that
+  // epoch (it lost the split and was granted it again in a newer one), the call returns fenced
+  // and writes nothing, so a lane that outlived its tenancy cannot write into the next one.
+  // kAnyEpoch skips that check (then the caller must stop every lane on SplitLost before the
+  // next call for that split). Each returns fenced as well when the split is not held at all.
+
   // Fenced progress commit of a split this member holds. Progress watermarks never go back:
   // a lower watermark than the last durable one throws UsageError. Commits of one split must not
   // run concurrently with each other (different splits may).
-  CommitResult commit(std::string_view split_id, const SplitProgress& progress);
+  CommitResult commit(std::string_view split_id, const SplitProgress& progress,
+                      std::uint64_t epoch = kAnyEpoch);
   // Terminal commit: the split is completed with `final_progress` and released.
-  CommitResult complete(std::string_view split_id, const SplitProgress& final_progress);
+  CommitResult complete(std::string_view split_id, const SplitProgress& final_progress,
+                        std::uint64_t epoch = kAnyEpoch);
   // Poison evidence: the split cannot be processed. Consumes a delivery attempt, releases the
   // split; at max_attempts it is quarantined.
-  CommitResult fail(std::string_view split_id, std::string_view reason);
+  CommitResult fail(std::string_view split_id, std::string_view reason,
+                    std::uint64_t epoch = kAnyEpoch);
   // Graceful releases (no attempt consumed). Unknown ids are ignored.
   void release(std::span<const std::string> split_ids);
   // Ends a cooperative drain after its final commit: releases the split, replay-free.
-  CommitResult release_drained(std::string_view split_id);
+  CommitResult release_drained(std::string_view split_id, std::uint64_t epoch = kAnyEpoch);
   // Refuses a revocation: the release is forced now (SplitLost{revoked} follows).
   void decline_revoke(std::string_view split_id);
 

@@ -69,10 +69,14 @@ class CoordinatorApi {
   // ends as fatal with the exception's message).
   virtual void start() = 0;
   virtual std::optional<Event> wait_event(std::chrono::milliseconds timeout) = 0;
-  virtual CommitResult commit(std::string_view split_id, const SplitProgress& progress) = 0;
-  virtual CommitResult complete(std::string_view split_id, const SplitProgress& progress) = 0;
-  virtual CommitResult fail(std::string_view split_id, std::string_view reason) = 0;
-  virtual CommitResult release_drained(std::string_view split_id) = 0;
+  // `epoch`: the SplitGranted::epoch of the lane's grant (kAnyEpoch when no lane is involved).
+  virtual CommitResult commit(std::string_view split_id, const SplitProgress& progress,
+                              std::uint64_t epoch) = 0;
+  virtual CommitResult complete(std::string_view split_id, const SplitProgress& progress,
+                                std::uint64_t epoch) = 0;
+  virtual CommitResult fail(std::string_view split_id, std::string_view reason,
+                            std::uint64_t epoch) = 0;
+  virtual CommitResult release_drained(std::string_view split_id, std::uint64_t epoch) = 0;
   virtual void decline_revoke(std::string_view split_id) = 0;
   virtual void shutdown() = 0;
   virtual void abandon() = 0;
@@ -90,10 +94,13 @@ class CoordinatorAdapter final : public CoordinatorApi {
 
   void start() override;
   std::optional<Event> wait_event(std::chrono::milliseconds timeout) override;
-  CommitResult commit(std::string_view split_id, const SplitProgress& progress) override;
-  CommitResult complete(std::string_view split_id, const SplitProgress& progress) override;
-  CommitResult fail(std::string_view split_id, std::string_view reason) override;
-  CommitResult release_drained(std::string_view split_id) override;
+  CommitResult commit(std::string_view split_id, const SplitProgress& progress,
+                      std::uint64_t epoch) override;
+  CommitResult complete(std::string_view split_id, const SplitProgress& progress,
+                        std::uint64_t epoch) override;
+  CommitResult fail(std::string_view split_id, std::string_view reason,
+                    std::uint64_t epoch) override;
+  CommitResult release_drained(std::string_view split_id, std::uint64_t epoch) override;
   void decline_revoke(std::string_view split_id) override;
   void shutdown() override;
   void abandon() override;

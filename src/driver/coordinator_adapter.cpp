@@ -23,18 +23,20 @@ void CoordinatorAdapter::start() {
 std::optional<Event> CoordinatorAdapter::wait_event(std::chrono::milliseconds timeout) {
   return coordinator_->wait_event(timeout);
 }
-CommitResult CoordinatorAdapter::commit(std::string_view split_id, const SplitProgress& progress) {
-  return coordinator_->commit(split_id, progress);
+CommitResult CoordinatorAdapter::commit(std::string_view split_id, const SplitProgress& progress,
+                                        std::uint64_t epoch) {
+  return coordinator_->commit(split_id, progress, epoch);
 }
-CommitResult CoordinatorAdapter::complete(std::string_view split_id,
-                                          const SplitProgress& progress) {
-  return coordinator_->complete(split_id, progress);
+CommitResult CoordinatorAdapter::complete(std::string_view split_id, const SplitProgress& progress,
+                                          std::uint64_t epoch) {
+  return coordinator_->complete(split_id, progress, epoch);
 }
-CommitResult CoordinatorAdapter::fail(std::string_view split_id, std::string_view reason) {
-  return coordinator_->fail(split_id, reason);
+CommitResult CoordinatorAdapter::fail(std::string_view split_id, std::string_view reason,
+                                      std::uint64_t epoch) {
+  return coordinator_->fail(split_id, reason, epoch);
 }
-CommitResult CoordinatorAdapter::release_drained(std::string_view split_id) {
-  return coordinator_->release_drained(split_id);
+CommitResult CoordinatorAdapter::release_drained(std::string_view split_id, std::uint64_t epoch) {
+  return coordinator_->release_drained(split_id, epoch);
 }
 void CoordinatorAdapter::decline_revoke(std::string_view split_id) {
   coordinator_->decline_revoke(split_id);

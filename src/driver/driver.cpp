@@ -269,7 +269,7 @@ void Driver::handle(Event event) {
                    }
                    // No lane (it already ended): nothing is in flight, so release replay-free.
                    try {
-                     api_->release_drained(r.split_id);
+                     api_->release_drained(r.split_id, kAnyEpoch);
                    } catch (const std::exception& e) {
                      log().warn("etlc: {}: release of '{}' failed: {}", instance_, r.split_id,
                                 e.what());

@@ -49,6 +49,7 @@ Driver::Turn Driver::turn(Slot& s) {
   }
   const auto now = clock_.now();
   const std::string& id = s.id();
+  const std::uint64_t epoch = s.grant.epoch;
 
   // Every fenced call goes through here: the loss check, the exception policy, the statistics.
   auto call = [&](const char* what, const std::function<CommitResult()>& fn) -> Outcome {
@@ -89,7 +90,7 @@ Driver::Turn Driver::turn(Slot& s) {
       }
       return Outcome::done;  // nothing new
     }
-    Outcome o = call("commit", [&] { return api_->commit(id, p); });
+    Outcome o = call("commit", [&] { return api_->commit(id, p, epoch); });
     if (o == Outcome::done) {
       s.committed = p;
       std::lock_guard lk(mu_);
@@ -223,7 +224,7 @@ Driver::Turn Driver::turn(Slot& s) {
                              s.final_progress.watermark, s.committed.watermark));
           continue;
         }
-        switch (call("complete", [&] { return api_->complete(id, s.final_progress); })) {
+        switch (call("complete", [&] { return api_->complete(id, s.final_progress, epoch); })) {
           case Outcome::done:
             forget_durable(id);
             return closed(LaneEnd::completed);
@@ -240,7 +241,7 @@ Driver::Turn Driver::turn(Slot& s) {
 
       case Slot::Work::fail: {
         log().warn("etlc: {}: failing split '{}': {}", instance_, id, s.reason);
-        switch (call("fail", [&] { return api_->fail(id, s.reason); })) {
+        switch (call("fail", [&] { return api_->fail(id, s.reason, epoch); })) {
           case Outcome::done:
             return closed(LaneEnd::failed);
           case Outcome::lost:
@@ -279,7 +280,7 @@ Driver::Turn Driver::turn(Slot& s) {
       }
 
       case Slot::Work::drain_release: {
-        switch (call("release", [&] { return api_->release_drained(id); })) {
+        switch (call("release", [&] { return api_->release_drained(id, epoch); })) {
           case Outcome::done:
           case Outcome::invalid:
             return closed(LaneEnd::drained);

@@ -155,24 +155,27 @@ std::optional<Event> Coordinator::wait_event(std::chrono::milliseconds timeout) 
   return threaded ? member_->wait_event(timeout) : member_->poll_event();
 }
 
-CommitResult Coordinator::commit(std::string_view split_id, const SplitProgress& progress) {
-  return member_->commit(split_id, progress);
+CommitResult Coordinator::commit(std::string_view split_id, const SplitProgress& progress,
+                                 std::uint64_t epoch) {
+  return member_->commit(split_id, progress, epoch);
 }
 
-CommitResult Coordinator::complete(std::string_view split_id, const SplitProgress& progress) {
-  return member_->complete(split_id, progress);
+CommitResult Coordinator::complete(std::string_view split_id, const SplitProgress& progress,
+                                   std::uint64_t epoch) {
+  return member_->complete(split_id, progress, epoch);
 }
 
-CommitResult Coordinator::fail(std::string_view split_id, std::string_view reason) {
-  return member_->fail(split_id, reason);
+CommitResult Coordinator::fail(std::string_view split_id, std::string_view reason,
+                               std::uint64_t epoch) {
+  return member_->fail(split_id, reason, epoch);
 }
 
 void Coordinator::release(std::span<const std::string> split_ids) {
   member_->release(split_ids);
 }
 
-CommitResult Coordinator::release_drained(std::string_view split_id) {
-  return member_->release_drained(split_id);
+CommitResult Coordinator::release_drained(std::string_view split_id, std::uint64_t epoch) {
+  return member_->release_drained(split_id, epoch);
 }
 
 void Coordinator::decline_revoke(std::string_view split_id) {

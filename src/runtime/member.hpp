@@ -111,10 +111,11 @@ class Member {
   // --- user API (thread-safe, see Coordinator) ---
   std::optional<Event> poll_event();
   std::optional<Event> wait_event(std::chrono::milliseconds timeout);
-  CommitResult commit(std::string_view id, const SplitProgress& progress);
-  CommitResult complete(std::string_view id, const SplitProgress& progress);
-  CommitResult fail(std::string_view id, std::string_view reason);
-  CommitResult release_drained(std::string_view id);
+  // `epoch`: the caller's tenancy, or kAnyEpoch (see Coordinator).
+  CommitResult commit(std::string_view id, const SplitProgress& progress, std::uint64_t epoch);
+  CommitResult complete(std::string_view id, const SplitProgress& progress, std::uint64_t epoch);
+  CommitResult fail(std::string_view id, std::string_view reason, std::uint64_t epoch);
+  CommitResult release_drained(std::string_view id, std::uint64_t epoch);
   void release(std::span<const std::string> ids);
   void decline_revoke(std::string_view id);
   void shutdown();  // graceful: release all, step down, leave (takes mu_)

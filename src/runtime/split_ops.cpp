@@ -26,6 +26,15 @@ constexpr int kCasAttempts = 3;
 constexpr int kAbsentRereadLimit = 3;
 constexpr std::size_t kMaxErrorBytes = 1024;
 
+// A call made for a tenancy that is over: this member lost the split and holds it again, in a
+// newer epoch. Nothing may be written for the old one. io held.
+std::optional<CommitResult> other_tenancy(const Held& h, std::uint64_t epoch) {
+  if (epoch == kAnyEpoch || epoch == h.record.epoch) return std::nullopt;
+  return CommitResult{
+      CommitStatus::fenced,
+      fmt::format("split '{}' is held in epoch {}, not in epoch {}", h.id, h.record.epoch, epoch)};
+}
+
 // fail() reasons are user text stored in a JSON record: cap them and replace whatever is not
 // UTF-8 (including a sequence the cap cut in half) with '?'.
 std::string printable_reason(std::string_view reason) {
@@ -188,7 +197,8 @@ void Member::retry_lease_erases() {
   }
 }
 
-CommitResult Member::commit(std::string_view id, const SplitProgress& progress) {
+CommitResult Member::commit(std::string_view id, const SplitProgress& progress,
+                            std::uint64_t epoch) {
   auto h = find_held(id);
   if (!h) return {CommitStatus::fenced, fmt::format("split '{}' is not held", id)};
   if (progress.state.size() > kMaxProgressStateBytes) {
@@ -197,6 +207,7 @@ CommitResult Member::commit(std::string_view id, const SplitProgress& progress) 
   }
   std::lock_guard io(h->io);
   if (h->gone) return {CommitStatus::fenced, "split no longer held"};
+  if (auto stale = other_tenancy(*h, epoch)) return *stale;
   if (progress.watermark < h->record.progress.watermark) {
     throw UsageError(fmt::format(
         "commit of split '{}': watermark {} is below the durable watermark {} (progress never "
@@ -213,11 +224,13 @@ CommitResult Member::commit(std::string_view id, const SplitProgress& progress) 
   return write_record(*h, next, "commit");
 }
 
-CommitResult Member::complete(std::string_view id, const SplitProgress& progress) {
+CommitResult Member::complete(std::string_view id, const SplitProgress& progress,
+                              std::uint64_t epoch) {
   auto h = find_held(id);
   if (!h) return {CommitStatus::fenced, fmt::format("split '{}' is not held", id)};
   std::lock_guard io(h->io);
   if (h->gone) return {CommitStatus::fenced, "split no longer held"};
+  if (auto stale = other_tenancy(*h, epoch)) return *stale;
   if (progress.watermark < h->record.progress.watermark) {
     throw UsageError(fmt::format("complete of split '{}': watermark {} is below the durable {}", id,
                                  progress.watermark, h->record.progress.watermark));
@@ -235,11 +248,12 @@ CommitResult Member::complete(std::string_view id, const SplitProgress& progress
   return r;
 }
 
-CommitResult Member::fail(std::string_view id, std::string_view reason) {
+CommitResult Member::fail(std::string_view id, std::string_view reason, std::uint64_t epoch) {
   auto h = find_held(id);
   if (!h) return {CommitStatus::fenced, fmt::format("split '{}' is not held", id)};
   std::lock_guard io(h->io);
   if (h->gone) return {CommitStatus::fenced, "split no longer held"};
+  if (auto stale = other_tenancy(*h, epoch)) return *stale;
   core::FailDecision d = core::decide_fail(h->record, config_.max_attempts);
   core::SplitRecord next = h->record;
   next.attempts = d.attempts_after;
@@ -263,11 +277,12 @@ CommitResult Member::fail(std::string_view id, std::string_view reason) {
   return r;
 }
 
-CommitResult Member::release_drained(std::string_view id) {
+CommitResult Member::release_drained(std::string_view id, std::uint64_t epoch) {
   auto h = find_held(id);
   if (!h) return {CommitStatus::fenced, fmt::format("split '{}' is not held", id)};
   std::lock_guard io(h->io);
   if (h->gone) return {CommitStatus::fenced, "split no longer held"};
+  if (auto stale = other_tenancy(*h, epoch)) return *stale;
   CommitResult r = release_locked(*h);
   if (r.durable()) {
     metrics_.revocation("cooperative");

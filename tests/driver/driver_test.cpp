@@ -115,12 +115,13 @@ TEST_F(DriverTest, end_of_split_commits_the_final_progress_as_completion) {
 
 TEST_F(DriverTest, a_revocation_drains_commits_the_final_progress_then_releases) {
   source->script("s1", lane(1000));
-  member->push(grant("s1"));
+  member->push(grant("s1", /*epoch=*/5));
   steps(4);
   member->push(RevokeRequested{"s1", 10s});
   steps(2);
   EXPECT_EQ(member->ops(), (std::vector<std::string>{"commit", "release_drained"}));
   EXPECT_EQ(member->calls("commit")[0].progress.watermark, 4u);
+  for (const auto& c : member->calls()) EXPECT_EQ(c.epoch, 5u) << c.op << ": the lane's tenancy";
   auto j = journal_for("s1");
   ASSERT_GE(j.size(), 2u);
   EXPECT_EQ(j[j.size() - 2], "drain s1");
@@ -408,12 +409,19 @@ TEST_F(DriverTest, a_new_tenancy_waits_until_the_old_lane_of_the_split_has_close
   ASSERT_NE(close_it, j.end());
   ASSERT_NE(open_it, j.end()) << "resumes from the higher of the grant and our own commit";
   EXPECT_LT(close_it - j.begin(), open_it - j.begin()) << "never two lanes for one split";
+  clock.advance(1000ms);
+  steps(1);
+  auto commits = member->calls("commit");
+  ASSERT_EQ(commits.size(), 2u);
+  EXPECT_EQ(commits[0].epoch, 1u);
+  EXPECT_EQ(commits[1].epoch, 2u) << "the new lane commits for the new tenancy";
 }
 
 TEST_F(DriverTest, a_revocation_of_a_split_without_a_lane_releases_it) {
   member->push(RevokeRequested{"s9", 10s});
   steps(1);
   EXPECT_EQ(member->ops(), (std::vector<std::string>{"release_drained"}));
+  EXPECT_EQ(member->calls()[0].epoch, kAnyEpoch) << "no lane names a tenancy";
 }
 
 TEST_F(DriverTest, quarantine_events_are_counted) {

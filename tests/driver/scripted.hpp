@@ -27,6 +27,7 @@ struct MemberCall {
   std::string id;
   SplitProgress progress;
   std::string reason;
+  std::uint64_t epoch = 0;  // the tenancy the driver named
 };
 
 class ScriptedMember : public CoordinatorApi {
@@ -75,17 +76,17 @@ class ScriptedMember : public CoordinatorApi {
     events_.pop_front();
     return e;
   }
-  CommitResult commit(std::string_view id, const SplitProgress& p) override {
-    return record({"commit", std::string(id), p, {}});
+  CommitResult commit(std::string_view id, const SplitProgress& p, std::uint64_t epoch) override {
+    return record({"commit", std::string(id), p, {}, epoch});
   }
-  CommitResult complete(std::string_view id, const SplitProgress& p) override {
-    return record({"complete", std::string(id), p, {}});
+  CommitResult complete(std::string_view id, const SplitProgress& p, std::uint64_t epoch) override {
+    return record({"complete", std::string(id), p, {}, epoch});
   }
-  CommitResult fail(std::string_view id, std::string_view reason) override {
-    return record({"fail", std::string(id), {}, std::string(reason)});
+  CommitResult fail(std::string_view id, std::string_view reason, std::uint64_t epoch) override {
+    return record({"fail", std::string(id), {}, std::string(reason), epoch});
   }
-  CommitResult release_drained(std::string_view id) override {
-    return record({"release_drained", std::string(id), {}, {}});
+  CommitResult release_drained(std::string_view id, std::uint64_t epoch) override {
+    return record({"release_drained", std::string(id), {}, {}, epoch});
   }
   void decline_revoke(std::string_view id) override {
     record({"decline_revoke", std::string(id), {}, {}});

@@ -44,6 +44,48 @@ TEST(Ownership, a_zombie_paused_past_its_lease_is_fenced_and_its_late_commit_wri
   EXPECT_GE(z.count<SplitLost>(), 1u);
 }
 
+TEST(Ownership, a_call_for_an_ended_tenancy_is_fenced_writes_nothing_and_keeps_the_new_one) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(2, 10));
+  Fleet fleet(planner);
+  Node& a = fleet.add("a", [](CoordinatorConfig& c) { c.rebalance_delay = 0ms; });
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && a.held().size() == 2; }));
+  const std::string split = *a.held().begin();
+  auto grant_epochs = [&] {
+    std::vector<std::uint64_t> out;
+    for (const auto& g : a.all<SplitGranted>()) {
+      if (g.spec.id == split) out.push_back(g.epoch);
+    }
+    return out;
+  };
+  ASSERT_EQ(grant_epochs().size(), 1u);
+  const std::uint64_t old_epoch = grant_epochs()[0];
+  ASSERT_TRUE(a.coord->commit(split, SplitProgress{3, "first"}, old_epoch).durable());
+
+  // The split is released and granted to the same member again, in a newer epoch; a lane of the
+  // first tenancy is still running (its user did not stop it).
+  const std::string ids[] = {split};
+  a.coord->release(ids);
+  ASSERT_TRUE(fleet.run_until([&] { return grant_epochs().size() == 2; }));
+  const std::uint64_t new_epoch = grant_epochs()[1];
+  ASSERT_GT(new_epoch, old_epoch);
+  const auto before = fleet.split_record(split);
+
+  for (CommitResult r : {a.coord->commit(split, SplitProgress{8, "stale lane"}, old_epoch),
+                         a.coord->complete(split, SplitProgress{9, "stale lane"}, old_epoch),
+                         a.coord->fail(split, "stale lane", old_epoch),
+                         a.coord->release_drained(split, old_epoch)}) {
+    EXPECT_EQ(r.status, CommitStatus::fenced) << r.detail;
+    EXPECT_NE(r.detail.find("not in epoch"), std::string::npos) << r.detail;
+  }
+  EXPECT_EQ(fleet.split_record(split), before);  // nothing written
+  EXPECT_EQ(a.held().count(split), 1u);          // and the new tenancy goes on
+  EXPECT_EQ(a.count<SplitLost>(), 0u);
+  EXPECT_TRUE(a.coord->commit(split, SplitProgress{4, "second"}, new_epoch).durable());
+  // kAnyEpoch acts on whatever tenancy is current.
+  EXPECT_TRUE(a.coord->commit(split, SplitProgress{5, "any"}, kAnyEpoch).durable());
+  EXPECT_EQ(fleet.split_record(split).progress.watermark, 5u);
+}
+
 TEST(Ownership, a_cooperative_drain_replays_nothing) {
   auto planner = std::make_shared<TestPlanner>(make_splits(4, 10));
   Fleet fleet(planner);

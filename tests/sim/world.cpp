@@ -429,19 +429,19 @@ CommitResult World::user_call(Incarnation& inc, CallKind kind, Lane& lane,
     switch (kind) {
       case CallKind::commit:
         what = "commit";
-        r = inc.member->commit(id, SplitProgress{watermark, {}});
+        r = inc.member->commit(id, SplitProgress{watermark, {}}, epoch);
         break;
       case CallKind::complete:
         what = "complete";
-        r = inc.member->complete(id, SplitProgress{watermark, {}});
+        r = inc.member->complete(id, SplitProgress{watermark, {}}, epoch);
         break;
       case CallKind::fail:
         what = "fail";
-        r = inc.member->fail(id, "poison record (simulated)");
+        r = inc.member->fail(id, "poison record (simulated)", epoch);
         break;
       case CallKind::release_drained:
         what = "release_drained";
-        r = inc.member->release_drained(id);
+        r = inc.member->release_drained(id, epoch);
         break;
       case CallKind::decline_revoke:
         what = "decline_revoke";
