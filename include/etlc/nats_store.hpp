@@ -56,6 +56,8 @@
 //                     probe found create/CAS/guarded delete not enforced.
 //  * closed           after close(), or when nats.c gave up reconnecting
 //                     (NatsStoreOptions::max_reconnect_attempts exhausted).
+//  * not_found        at construction: the bucket does not exist and
+//                     NatsStoreOptions::create_bucket is false.
 // At construction, invalid options and credentials or TLS material the server rejects throw
 // ConfigError naming the option; an unreachable server throws StoreError(unavailable).
 //
@@ -127,6 +129,10 @@ struct NatsStoreOptions {
 
   // Run verify_fencing() on the bucket at construction (scratch keys under "_etlc_probe.").
   bool probe_on_open = true;
+
+  // Create the bucket when it does not exist. Tools that only look at a job turn this off, so a
+  // mistyped job name is StoreError(not_found) instead of a new empty bucket.
+  bool create_bucket = true;
 
   // Name shown by the server's monitoring for this connection. Empty: "etlc:<bucket>".
   std::string connection_name;

@@ -48,6 +48,8 @@ enum class StoreErrc : std::uint8_t {
   invalid_argument,  // key, prefix or value breaks the contract's rules. Caller bug.
   incompatible,      // the store does not enforce the contract, or is configured incompatibly.
   closed,            // the store was shut down.
+  not_found,         // at open: the store's container (a NATS bucket) does not exist and the
+                     // options say not to create it (read-only tools). Not retryable.
 };
 
 std::string_view to_string(StoreErrc code) noexcept;

@@ -19,6 +19,8 @@ std::string_view to_string(StoreErrc code) noexcept {
       return "incompatible";
     case StoreErrc::closed:
       return "closed";
+    case StoreErrc::not_found:
+      return "not_found";
   }
   return "unknown";
 }

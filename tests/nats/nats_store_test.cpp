@@ -84,6 +84,26 @@ TEST(NatsStore, AdoptsAnExistingCompatibleBucket) {
   EXPECT_EQ(got->revision, created.revision);
 }
 
+TEST(NatsStore, WithCreateBucketOffAMissingBucketIsNotFoundAndStaysMissing) {
+  std::string bucket = unique_bucket();
+  NatsStoreOptions o = options_for(bucket);
+  o.create_bucket = false;
+  try {
+    NatsStore store(o);
+    ADD_FAILURE() << "opened a bucket that does not exist";
+  } catch (const StoreError& e) {
+    EXPECT_EQ(e.code(), StoreErrc::not_found) << e.what();
+    EXPECT_FALSE(e.retryable());
+    EXPECT_THAT(e.what(), HasSubstr("does not exist"));
+  }
+  EXPECT_FALSE(stream_settings({shared_server().url()}, bucket).has_value());
+  // Once a member created it, the same options adopt it.
+  NatsStore member(options_for(bucket));
+  ASSERT_TRUE(member.create("k", "v").ok);
+  NatsStore viewer(o);
+  EXPECT_EQ(viewer.get("k")->value, "v");
+}
+
 TEST(NatsStore, RejectsABucketWithHistory) {
   std::string bucket = unique_bucket();
   create_raw_bucket(shared_server().url(), bucket, /*history=*/5);

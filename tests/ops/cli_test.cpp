@@ -186,6 +186,11 @@ TEST_F(Cli, exit_codes_and_one_line_errors) {
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.err.find("not found"), std::string::npos) << missing.err;
   EXPECT_EQ(std::count(missing.err.begin(), missing.err.end(), '\n'), 1) << missing.err;
+  // ... and leaves no bucket behind: asked again, the bucket still does not exist.
+  ProcessResult again =
+      run_process({ETLC_CLI_PATH, "status", "--nats", url, "--job", "no-such-job-" + job});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.err.find("does not exist"), std::string::npos) << again.err;
 
   // Nothing listens: exit 3.
   ProcessResult down = run_process({ETLC_CLI_PATH, "status", "--nats",

@@ -28,6 +28,7 @@ NatsStoreOptions to_nats(const ConnectOptions& c) {
   o.connect_timeout_ms = c.timeout_ms;
   o.op_timeout_ms = c.timeout_ms;
   o.probe_on_open = false;
+  o.create_bucket = false;  // a mistyped --job must not leave an empty bucket behind
   o.connection_name = "etlc-cli";
   return o;
 }
@@ -51,6 +52,9 @@ std::shared_ptr<KvStore> open_store(const ConnectOptions& c) {
   try {
     return NatsStore::open(std::move(o));
   } catch (const StoreError& e) {
+    if (e.code() == StoreErrc::not_found) {
+      throw CliError(kExitJobNotFound, fmt::format("job '{}' not found: {}", c.job, e.what()));
+    }
     throw CliError(kExitStoreUnreachable, fmt::format("store unreachable: {}", e.what()));
   } catch (const ConfigError& e) {
     // Options passed validate(): the server refused the credentials or the TLS material.

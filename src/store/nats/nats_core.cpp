@@ -238,6 +238,10 @@ void Core::ensure_bucket() {
                                    "(start nats-server with -js): {}",
                                    what, f.describe()));
     }
+    if ((s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr) && !options_.create_bucket) {
+      throw StoreError(StoreErrc::not_found,
+                       fmt::format("{} does not exist (and options.create_bucket is false)", what));
+    }
     if (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr) {
       kvConfig cfg;
       kvConfig_Init(&cfg);
