@@ -208,10 +208,17 @@ void Member::on_assign_event(const WatchEvent& e) {
   }
   auto rec = core::decode_assignment(e.key, e.value);
   AssignView& v = assigns_[*id];
-  const bool foreign_write = leader_ && rec.term != term_;
+  // As leader, republish when the record is not what this term published: a deposed leader
+  // wrote it, or one of our own writes whose outcome was unknown landed late, after we had
+  // decided otherwise (left alone, that member would follow a stale list for the whole term).
+  bool unexpected = false;
+  if (leader_) {
+    auto p = published_.find(*id);
+    unexpected = rec.term != term_ || p == published_.end() || p->second != rec.splits;
+  }
   v.rec = std::move(rec);
   v.rev = e.revision;
-  if (foreign_write) assignment_dirty_ = true;  // a deposed leader wrote: republish at our term
+  if (unexpected) assignment_dirty_ = true;
 }
 
 void Member::on_split_event(const WatchEvent& e) {

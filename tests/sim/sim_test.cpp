@@ -261,6 +261,14 @@ TEST(SimRegression, TheLeaseViewNeverGoesBackInTime_Stale21364) {
   EXPECT_TRUE(r.ok()) << r.report();
 }
 
+// The leader's write of assign.m03 had an unknown outcome and landed late, after the leader had
+// moved that split to another member and (its view still showing the old record) seen no need to
+// rewrite m03: two members were assigned one split and the leader never republished.
+TEST(SimRegression, ALateLandingAssignmentIsRepublished_Chaos500489) {
+  const RunResult r = run(500489, "chaos");
+  EXPECT_TRUE(r.ok()) << r.report();
+}
+
 // The orphan-lease sweep retried a wrong (stale-read) lease revision for ever.
 TEST(SimRegression, OrphanSweepRefreshesTheLeaseRevision_Chaos60217_60348) {
   for (std::uint64_t seed : {60217, 60348}) {
