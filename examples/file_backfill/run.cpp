@@ -120,7 +120,9 @@ std::shared_ptr<etlc::KvStore> open_store(const RunOptions& o) {
         throw UserError(line);
       }
     } catch (const std::exception& e) {
-      throw UserError("cannot use the store at " + o.store + ": " + e.what());
+      std::string line = "cannot use the store at " + o.store + ": " + e.what();
+      if (!first_error.empty()) line += " (first attempt: " + first_error + ")";
+      throw UserError(line);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(500 * attempt));
   }

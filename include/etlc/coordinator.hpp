@@ -81,8 +81,9 @@ class Coordinator {
   // the grant the caller's lane was opened for. If this member no longer holds the split in that
   // epoch (it lost the split and was granted it again in a newer one), the call returns fenced
   // and writes nothing, so a lane that outlived its tenancy cannot write into the next one.
-  // kAnyEpoch skips that check (then the caller must stop every lane on SplitLost before the
-  // next call for that split). Each returns fenced as well when the split is not held at all.
+  // kAnyEpoch skips that check (then the caller must make sure no lane of an ended tenancy
+  // calls again: one ends on SplitLost and on the caller's own complete, fail, release or
+  // release_drained). Each returns fenced as well when the split is not held at all.
 
   // Fenced progress commit of a split this member holds. Progress watermarks never go back:
   // a lower watermark than the last durable one throws UsageError. Commits of one split must not

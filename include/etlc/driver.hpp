@@ -21,8 +21,9 @@
 //
 // One split never has two lanes: a new tenancy of a split (lost, then granted again) opens its
 // lane only after the old lane has closed, and resumes from the higher of the granted progress
-// and this driver's own last durable commit of the split (a commit of the old lane may land
-// after the grant was issued, because Coordinator::commit names the split, not the tenancy).
+// and this driver's own last durable commit of the split (a commit of the old lane may have
+// landed after the grant was issued). Every call names its lane's epoch, so an old lane can
+// never write into the new tenancy, and a revocation drains only the tenancy it names.
 //
 // Ownership: the Driver shares ownership of the member and the source; the clock must outlive
 // it. Thread safety: request_stop(), abort() and stats() may be called from any thread; run() and

@@ -23,6 +23,7 @@ struct SplitGranted {
 struct RevokeRequested {
   std::string split_id;
   std::chrono::milliseconds drain_deadline{0};
+  std::uint64_t epoch = 0;  // the tenancy being revoked (SplitGranted::epoch); pass it on
 };
 
 enum class LossReason : std::uint8_t {

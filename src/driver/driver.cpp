@@ -261,6 +261,9 @@ void Driver::handle(Event event) {
                  [&](SplitGranted& g) { on_granted(std::move(g)); },
                  [&](RevokeRequested& r) {
                    std::shared_ptr<Slot> s = newest_live_slot(r.split_id);
+                   if (s && r.epoch != kAnyEpoch && s->grant.epoch != r.epoch) {
+                     return;  // revokes an earlier tenancy; this lane's is not revoked
+                   }
                    if (s) {
                      std::lock_guard lk(mu_);
                      s->drain = true;
@@ -269,7 +272,7 @@ void Driver::handle(Event event) {
                    }
                    // No lane (it already ended): nothing is in flight, so release replay-free.
                    try {
-                     api_->release_drained(r.split_id, kAnyEpoch);
+                     api_->release_drained(r.split_id, r.epoch);
                    } catch (const std::exception& e) {
                      log().warn("etlc: {}: release of '{}' failed: {}", instance_, r.split_id,
                                 e.what());

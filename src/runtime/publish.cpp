@@ -1,5 +1,7 @@
 // The leader's assignment duty: build desired_assignment's input from the views, compute, and
-// publish assign.{instance} only where it changed (or was written at another term).
+// publish assign.{instance} only where the record differs from what this term wants (a record
+// this term did not publish, e.g. one of our unknown-outcome writes landing late, marks the
+// assignment dirty in on_assign_event).
 //
 // Inputs: live members whose fingerprint matches (a cordoned member gets zero lanes), runnable
 // splits with their previous assignee / lease owner / record owner, and the rebalance delay's
@@ -107,7 +109,7 @@ void Member::publish_assignment(TimePoint now) {
     WriteResult r = it == assigns_.end() ? store_->create(key, core::encode(rec))
                                          : store_->update(key, core::encode(rec), it->second.rev);
     if (!r.ok) {
-      failed = true;  // the view is behind; the watch event will mark us dirty again
+      failed = true;  // the view is behind: stay dirty and recompute once the watch caught up
       continue;
     }
     ++written;

@@ -104,7 +104,7 @@ void Member::begin_revocation(const std::shared_ptr<Held>& h, TimePoint now) {
   if (h->draining) return;  // a revocation, once begun, finishes
   h->draining = true;
   h->drain_deadline = now + config_.drain_deadline;
-  events_.push_back(RevokeRequested{h->id, config_.drain_deadline});
+  events_.push_back(RevokeRequested{h->id, config_.drain_deadline, h->record.epoch});
   event_cv_.notify_all();
   log().info("etlc: {}: revoking split '{}' (drain deadline {} ms)", instance_, h->id,
              config_.drain_deadline.count());

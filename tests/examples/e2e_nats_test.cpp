@@ -75,7 +75,7 @@ TEST(FileBackfillNatsE2E, three_processes_one_killed_one_paused_past_its_lease_v
   ChildProcess p2(args("p2"), d.path() / "p2.log");
   auto logs = [&] {
     return "--- p0 ---\n" + read_text(d.path() / "p0.log") + "--- p1 ---\n" +
-           read_text(d.path() / "p1.log") + "--- p2 ---\n" + read_text(d.path() / "p2.log") +
+           read_text(d.path() / "p1.log") + "--- p2 ---\n" + read_text(d.path() / "p2.log") + "\n" +
            server.diagnostics();
   };
 

@@ -351,6 +351,55 @@ TEST(Ownership, the_leader_dies_mid_plan_and_the_successor_term_fences_the_old_p
   EXPECT_EQ(b.count<Fatal>(), 0u);
 }
 
+// A write of the leader's own term that it did not publish (its own unknown-outcome write
+// landing late, after it had decided otherwise; sim bug 13) puts a split on a second member's
+// list. Nothing else changes, so only the record itself can tell the leader to republish.
+TEST(Ownership, an_assignment_record_the_leader_did_not_publish_is_republished) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(6, 10));
+  Fleet fleet(planner);
+  for (const char* id : {"a", "b", "c"}) fleet.add(id);
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }));
+  fleet.run_for(5s);  // quiet: the leader has nothing left to publish
+  ASSERT_TRUE(fleet.converged());
+  const std::string leader = fleet.leader_id();
+  const std::uint64_t quiet_publishes = fleet.node(leader).member().publishes();
+  fleet.run_for(5s);
+  ASSERT_EQ(fleet.node(leader).member().publishes(), quiet_publishes);
+  std::string m;
+  std::string other;
+  for (const char* id : {"a", "b", "c"}) {
+    if (id == leader || fleet.node(id).held().empty()) continue;
+    if (m.empty()) {
+      m = id;
+    } else {
+      other = id;
+    }
+  }
+  if (other.empty()) other = leader;
+  ASSERT_FALSE(m.empty());
+  ASSERT_FALSE(fleet.node(other).held().empty());
+  const std::string key = core::assign_key(m);
+  auto cur = fleet.mem->get(key);
+  ASSERT_TRUE(cur.has_value());
+  core::AssignmentRecord late = core::decode_assignment(key, cur->value);
+  // Same term, one split of `other` added.
+  late.splits.push_back(*fleet.node(other).held().begin());
+  std::sort(late.splits.begin(), late.splits.end());
+  ASSERT_TRUE(fleet.mem->update(key, core::encode(late), cur->revision).ok);
+
+  // The leader republishes (it may keep the split where the stray record put it: that record is
+  // now the split's previous assignee), and no split stays on two lists.
+  auto on_one_list_each = [&] {
+    std::map<std::string, int> lists;
+    for (const Entry& e : fleet.mem->list(core::kAssignPrefix)) {
+      for (const auto& split : core::decode_assignment(e.key, e.value).splits) ++lists[split];
+    }
+    return std::all_of(lists.begin(), lists.end(), [](const auto& kv) { return kv.second == 1; });
+  };
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && on_one_list_each(); }, 10s));
+  EXPECT_EQ(fleet.node(m).count<Fatal>(), 0u);
+}
+
 }  // namespace
 }  // namespace etlc::testing
 

@@ -53,7 +53,8 @@ std::shared_ptr<KvStore> open_store(const ConnectOptions& c) {
     return NatsStore::open(std::move(o));
   } catch (const StoreError& e) {
     if (e.code() == StoreErrc::not_found) {
-      throw CliError(kExitJobNotFound, fmt::format("job '{}' not found: {}", c.job, e.what()));
+      throw CliError(kExitJobNotFound, fmt::format("job '{}' not found: bucket '{}' does not exist",
+                                                   c.job, bucket_of(c)));
     }
     throw CliError(kExitStoreUnreachable, fmt::format("store unreachable: {}", e.what()));
   } catch (const ConfigError& e) {

@@ -240,7 +240,7 @@ void Core::ensure_bucket() {
     }
     if ((s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr) && !options_.create_bucket) {
       throw StoreError(StoreErrc::not_found,
-                       fmt::format("{} does not exist (and options.create_bucket is false)", what));
+                       fmt::format("{} does not exist (not created: create_bucket is off)", what));
     }
     if (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr) {
       kvConfig cfg;
