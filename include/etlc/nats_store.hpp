@@ -28,14 +28,17 @@
 //  * watch   one JetStream ordered consumer (deliver all: the bucket holds `history` values per
 //            key; deletes included and filtered here; not kvStore_Watch, which hides headers) and
 //            one thread per watch. The snapshot is collected (latest value per key) until the
-//            server reports nothing pending and delivered as one put per live key, then
-//            caught_up: delete markers of the snapshot are never delivered.
+//            consumer passes the sequence of the prefix's last message, read from the stream
+//            leader before the consumer starts (re-read, at most twice, while writes move it;
+//            docs/decisions/0007), and delivered as one put per live key, then caught_up: delete
+//            markers of the snapshot are never delivered.
 //            Live DEL and PURGE markers become erase events. The bucket keeps `history` messages
 //            per key (default 1), so when a key is overwritten while a watch lags that many writes
 //            behind on it, the server has dropped a value the watch never read. Every message
 //            NatsStore writes names the revision it replaced; the watch compares that with the last
-//            revision it saw of the key and breaks (watch_broken) instead of continuing with a gap.
-//  * list    the same consumer until it has nothing pending, then closed (not kvStore_Keys:
+//            revision it saw of the key and breaks (watch_broken) instead of continuing with a gap,
+//            unless WatchOptions::latest_only says the consumer keeps only the latest value.
+//  * list    the same consumer until the snapshot is complete, then closed (not kvStore_Keys:
 //            nats.c 3.4.1 times out spuriously on large buckets).
 //  Revisions are the stream's sequence numbers: never 0, strictly increasing across all keys.
 //

@@ -26,9 +26,10 @@ constexpr int kCasAttempts = 3;
 constexpr int kAbsentRereadLimit = 3;
 constexpr std::size_t kMaxErrorBytes = 1024;
 
-// A call made for a tenancy that is over: this member lost the split and holds it again, in a
-// newer epoch. Nothing may be written for the old one. io held.
-std::optional<CommitResult> other_tenancy(const Held& h, std::uint64_t epoch) {
+// Why a call may not write for the caller's tenancy: the split was released or lost since, or
+// this member holds it again in a newer epoch than the one the caller names. io held.
+std::optional<CommitResult> tenancy_over(const Held& h, std::uint64_t epoch) {
+  if (h.gone) return CommitResult{CommitStatus::fenced, "split no longer held"};
   if (epoch == kAnyEpoch || epoch == h.record.epoch) return std::nullopt;
   return CommitResult{
       CommitStatus::fenced,
@@ -206,8 +207,7 @@ CommitResult Member::commit(std::string_view id, const SplitProgress& progress,
                                  progress.state.size(), kMaxProgressStateBytes));
   }
   std::lock_guard io(h->io);
-  if (h->gone) return {CommitStatus::fenced, "split no longer held"};
-  if (auto stale = other_tenancy(*h, epoch)) return *stale;
+  if (auto over = tenancy_over(*h, epoch)) return *over;
   if (progress.watermark < h->record.progress.watermark) {
     throw UsageError(fmt::format(
         "commit of split '{}': watermark {} is below the durable watermark {} (progress never "
@@ -229,8 +229,7 @@ CommitResult Member::complete(std::string_view id, const SplitProgress& progress
   auto h = find_held(id);
   if (!h) return {CommitStatus::fenced, fmt::format("split '{}' is not held", id)};
   std::lock_guard io(h->io);
-  if (h->gone) return {CommitStatus::fenced, "split no longer held"};
-  if (auto stale = other_tenancy(*h, epoch)) return *stale;
+  if (auto over = tenancy_over(*h, epoch)) return *over;
   if (progress.watermark < h->record.progress.watermark) {
     throw UsageError(fmt::format("complete of split '{}': watermark {} is below the durable {}", id,
                                  progress.watermark, h->record.progress.watermark));
@@ -252,8 +251,7 @@ CommitResult Member::fail(std::string_view id, std::string_view reason, std::uin
   auto h = find_held(id);
   if (!h) return {CommitStatus::fenced, fmt::format("split '{}' is not held", id)};
   std::lock_guard io(h->io);
-  if (h->gone) return {CommitStatus::fenced, "split no longer held"};
-  if (auto stale = other_tenancy(*h, epoch)) return *stale;
+  if (auto over = tenancy_over(*h, epoch)) return *over;
   core::FailDecision d = core::decide_fail(h->record, config_.max_attempts);
   core::SplitRecord next = h->record;
   next.attempts = d.attempts_after;
@@ -281,8 +279,7 @@ CommitResult Member::release_drained(std::string_view id, std::uint64_t epoch) {
   auto h = find_held(id);
   if (!h) return {CommitStatus::fenced, fmt::format("split '{}' is not held", id)};
   std::lock_guard io(h->io);
-  if (h->gone) return {CommitStatus::fenced, "split no longer held"};
-  if (auto stale = other_tenancy(*h, epoch)) return *stale;
+  if (auto over = tenancy_over(*h, epoch)) return *over;
   CommitResult r = release_locked(*h);
   if (r.durable()) {
     metrics_.revocation("cooperative");
