@@ -4,9 +4,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "etlc/nats_store.hpp"
 #include "nats/nats_test_env.hpp"
@@ -43,6 +46,42 @@ std::string config_error(const NatsStoreOptions& o) {
   }
   ADD_FAILURE() << "the store opened";
   return {};
+}
+
+// nats-server 2.9.10 (Debian 12) lists a stream while it is still being created, before its
+// message store exists, and a $JS.API.STREAM.MSG.GET in that window crashes the whole server
+// (nil dereference in jsMsgGetRequest). Members of a new job all create the bucket at once, so
+// the store must not read from a stream until the stream accepts messages. Each round opens one
+// new bucket from several connections at the same moment; the server must survive every round.
+TEST(NatsFaults, MembersOpeningANewBucketAtOnceNeverCrashTheServer) {
+  NatsServer server;
+  constexpr int kRounds = 30;
+  constexpr int kMembers = 6;
+  for (int round = 0; round < kRounds; ++round) {
+    const std::string bucket = unique_bucket();
+    std::atomic<int> arrived{0};
+    std::vector<std::string> errors(kMembers);
+    std::vector<std::thread> members;
+    for (int m = 0; m < kMembers; ++m) {
+      members.emplace_back([&, m] {
+        arrived.fetch_add(1);
+        while (arrived.load() < kMembers) std::this_thread::yield();
+        try {
+          NatsStore store(test_options({server.url()}, bucket));
+          const std::string key = "m" + std::to_string(m);
+          if (!store.create(key, "v").ok) errors[m] = "create lost";
+          if (!store.get(key)) errors[m] = "get found nothing";
+        } catch (const std::exception& e) {
+          errors[m] = e.what();
+        }
+      });
+    }
+    for (auto& t : members) t.join();
+    ASSERT_TRUE(server.healthy()) << "round " << round << ": " << server.diagnostics();
+    for (int m = 0; m < kMembers; ++m) {
+      EXPECT_EQ(errors[m], "") << "round " << round << ", member " << m;
+    }
+  }
 }
 
 TEST(NatsFaults, ServerKilledAndRestartedDataSurvivesWatchesResumeOutageWritesAreHonest) {

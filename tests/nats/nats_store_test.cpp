@@ -131,6 +131,14 @@ TEST(NatsStore, RejectsABucketWithOtherReplicas) {
   EXPECT_THAT(incompatibility(o), HasSubstr("replicas is 1, options.replicas is 3"));
 }
 
+TEST(NatsStore, AForeignStreamOverTheBucketsSubjectsIsIncompatible) {
+  std::string bucket = unique_bucket();
+  create_raw_stream(shared_server().url(), "other_" + bucket, "$KV." + bucket + ".>");
+  std::string why = incompatibility(options_for(bucket));
+  EXPECT_THAT(why, HasSubstr("another stream already captures the subjects"));
+  EXPECT_FALSE(stream_settings({shared_server().url()}, bucket).has_value());
+}
+
 TEST(NatsStore, ServerWithoutJetStreamIsIncompatible) {
   NatsServerConfig config;
   config.jetstream = false;

@@ -104,6 +104,25 @@ void create_raw_bucket(const std::string& url, const std::string& bucket, int hi
   }
 }
 
+void create_raw_stream(const std::string& url, const std::string& stream,
+                       const std::string& subject) {
+  Conn c({url});
+  jsStreamConfig cfg;
+  jsStreamConfig_Init(&cfg);
+  cfg.Name = stream.c_str();
+  const char* subjects[] = {subject.c_str()};
+  cfg.Subjects = subjects;
+  cfg.SubjectsLen = 1;
+  cfg.Storage = js_FileStorage;
+  jsStreamInfo* si = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  natsStatus s = js_AddStream(&si, c.js, &cfg, nullptr, &jerr);
+  jsStreamInfo_Destroy(si);
+  if (s != NATS_OK) {
+    throw std::runtime_error(std::string("js_AddStream: ") + natsStatus_GetText(s));
+  }
+}
+
 std::optional<StreamSettings> stream_settings(const std::vector<std::string>& servers,
                                               const std::string& bucket) {
   Conn c(servers);

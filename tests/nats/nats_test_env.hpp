@@ -36,6 +36,11 @@ std::optional<std::string> stream_leader(const std::vector<std::string>& servers
 void create_raw_bucket(const std::string& url, const std::string& bucket, int history,
                        std::int64_t ttl_ns = 0, bool memory_storage = false);
 
+// Creates a plain stream `stream` capturing `subject` directly with nats.c. Throws
+// std::runtime_error on failure.
+void create_raw_stream(const std::string& url, const std::string& stream,
+                       const std::string& subject);
+
 // The stream settings of bucket `bucket` as the server reports them.
 struct StreamSettings {
   std::int64_t history = 0;

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <thread>
 #include <vector>
 
@@ -27,6 +28,10 @@ constexpr std::int32_t kHeaderAllowanceBytes = 4096;
 constexpr std::int64_t kBucketMaxValueBytes =
     static_cast<std::int64_t>(kMaxValueBytes) + kHeaderAllowanceBytes;
 constexpr auto kSetupRetryPause = std::chrono::milliseconds(50);
+// Consecutive "subjects overlap" answers to our create before we call it a foreign stream.
+constexpr int kMaxSubjectOverlaps = 5;
+// The subject the readiness publish targets (never written: see wait_until_accepting).
+constexpr std::string_view kReadinessKey = "_etlc_ready";
 
 constexpr std::string_view kOperationHeader = "KV-Operation";
 constexpr std::string_view kExpectedLastSubjectSeqHeader = "Nats-Expected-Last-Subject-Sequence";
@@ -221,6 +226,7 @@ void Core::ensure_bucket() {
 
   auto deadline = now() + std::chrono::milliseconds(options_.connect_timeout_ms);
   std::string what = fmt::format("bucket '{}'", bucket_);
+  int overlaps = 0;
   for (;;) {
     jsStreamInfo* raw_info = nullptr;
     jsErrCode jerr = static_cast<jsErrCode>(0);
@@ -258,7 +264,17 @@ void Core::ensure_bucket() {
       if (cs == NATS_OK) break;
       NatsFailure cf = NatsFailure::capture(cs, static_cast<jsErrCode>(0), redactor_);
       // Another member may have created it at the same time (possibly differently): re-read.
-      if (cf.detail.find("already in use") == std::string::npos && !setup_retryable(cf)) {
+      // nats-server 2.9 answers a create that races another create of the same stream either
+      // "already in use" or "subjects overlap"; the latter also means a stream of another name
+      // captures our subjects, which no re-read resolves, hence the bound.
+      const bool overlap = cf.detail.find("subjects overlap") != std::string::npos;
+      if (overlap && ++overlaps > kMaxSubjectOverlaps) {
+        throw StoreError(StoreErrc::incompatible,
+                         fmt::format("{}: another stream already captures the subjects '{}>': {}",
+                                     what, subject_prefix_, cf.describe()));
+      }
+      if (!overlap && cf.detail.find("already in use") == std::string::npos &&
+          !setup_retryable(cf)) {
         StoreErrc code = cf.detail.find("replicas") != std::string::npos ||
                                  cf.detail.find("insufficient resources") != std::string::npos
                              ? StoreErrc::incompatible
@@ -285,6 +301,44 @@ void Core::ensure_bucket() {
   }
 
   if (options_.replicas > 1) wait_for_stream_leader();
+  wait_until_accepting(deadline);
+}
+
+void Core::wait_until_accepting(Clock::time_point deadline) {
+  // A publish that cannot land: its expected last sequence is one no key can have. The stream
+  // answers it (10071, nothing written) only once it subscribes to its subjects, which it does
+  // after its message store exists; before that nobody answers (no responders).
+  std::string subj = subject(kReadinessKey);
+  std::string expected = std::to_string(std::numeric_limits<std::int64_t>::max());
+  std::string what = fmt::format("bucket '{}': waiting until the stream accepts messages", bucket_);
+  for (;;) {
+    natsMsg* raw = nullptr;
+    natsStatus s = natsMsg_Create(&raw, subj.c_str(), nullptr, nullptr, 0);
+    MsgPtr msg(raw);
+    if (s == NATS_OK) {
+      s = natsMsgHeader_Set(msg.get(), kExpectedLastSubjectSeqHeader.data(), expected.c_str());
+    }
+    jsErrCode jerr = static_cast<jsErrCode>(0);
+    if (s == NATS_OK) {
+      jsPubOptions po;
+      jsPubOptions_Init(&po);
+      po.MaxWait = options_.op_timeout_ms;
+      jsPubAck* raw_ack = nullptr;
+      publishes_.fetch_add(1, std::memory_order_relaxed);
+      s = js_PublishMsg(&raw_ack, js_.get(), msg.get(), &po, &jerr);
+      PubAckPtr ack(raw_ack);
+      // An ack means the guard was ignored; the fencing probe reports that store as unfit.
+      if (s == NATS_OK || jerr == JSStreamWrongLastSequenceErr) return;
+    }
+    NatsFailure f = NatsFailure::capture(s, jerr, redactor_);
+    if (!setup_retryable(f)) throw_failure(f, OpKind::write, what);
+    if (now() >= deadline) {
+      throw StoreError(StoreErrc::unavailable,
+                       fmt::format("{}: not within connect_timeout_ms ({}): {}", what,
+                                   options_.connect_timeout_ms, f.describe()));
+    }
+    std::this_thread::sleep_for(kSetupRetryPause);
+  }
 }
 
 void Core::check_compatible(const jsStreamInfo& info) const {

@@ -16,6 +16,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "etlc/clock.hpp"
+
 #include "etlc/nats_store.hpp"
 #include "store/nats/marker_hints.hpp"
 #include "store/nats/nats_errors.hpp"
@@ -122,6 +124,10 @@ class Core : public std::enable_shared_from_this<Core> {
   void ensure_bucket();
   void check_compatible(const jsStreamInfo& info) const;
   void wait_for_stream_leader();
+  // Returns once the stream answers publishes. nats-server 2.9.10 lists a stream being created
+  // before its message store exists, and a message read in that window crashes the server, so
+  // no read may reach a stream before this returns. Throws StoreError after `deadline`.
+  void wait_until_accepting(Clock::time_point deadline);
   std::string subject(std::string_view key) const;
 
   static void on_disconnected(natsConnection* nc, void* closure);
