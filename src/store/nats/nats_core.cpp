@@ -227,6 +227,7 @@ void Core::ensure_bucket() {
   auto deadline = now() + std::chrono::milliseconds(options_.connect_timeout_ms);
   std::string what = fmt::format("bucket '{}'", bucket_);
   int overlaps = 0;
+  bool holds_messages = false;
   for (;;) {
     jsStreamInfo* raw_info = nullptr;
     jsErrCode jerr = static_cast<jsErrCode>(0);
@@ -235,6 +236,8 @@ void Core::ensure_bucket() {
     StreamInfoPtr info(raw_info);
     if (s == NATS_OK && info && info->Config != nullptr) {
       check_compatible(*info);
+      // A stream that has stored a message has its message store (see wait_until_accepting).
+      holds_messages = info->State.LastSeq > 0;
       break;
     }
     NatsFailure f = NatsFailure::capture(s, jerr, redactor_);
@@ -301,7 +304,9 @@ void Core::ensure_bucket() {
   }
 
   if (options_.replicas > 1) wait_for_stream_leader();
-  wait_until_accepting(deadline);
+  // A job's bucket holds messages from its first member's probe on, so only a new bucket costs
+  // the readiness publish, and read-only tools (etlc status) on a live job never publish.
+  if (!holds_messages) wait_until_accepting(deadline);
 }
 
 void Core::wait_until_accepting(Clock::time_point deadline) {
