@@ -101,8 +101,10 @@ class Coordinator {
   void release(std::span<const std::string> split_ids);
   // Ends a cooperative drain after its final commit: releases the split, replay-free.
   CommitResult release_drained(std::string_view split_id, std::uint64_t epoch = kAnyEpoch);
-  // Refuses a revocation: the release is forced now (SplitLost{revoked} follows).
-  void decline_revoke(std::string_view split_id);
+  // Refuses a revocation: the release is forced now (SplitLost{revoked} follows). Ignored when
+  // the split is not held, not being revoked, or (epoch != kAnyEpoch) held in another epoch than
+  // RevokeRequested::epoch named, so a late answer cannot force a newer tenancy out.
+  void decline_revoke(std::string_view split_id, std::uint64_t epoch = kAnyEpoch);
 
   // Graceful exit: releases every split (no attempts consumed), steps down as leader, leaves.
   // Idempotent. Blocks until done (each store operation bounded by the store's own timeout).

@@ -78,7 +78,7 @@ class CoordinatorApi {
   virtual CommitResult fail(std::string_view split_id, std::string_view reason,
                             std::uint64_t epoch) = 0;
   virtual CommitResult release_drained(std::string_view split_id, std::uint64_t epoch) = 0;
-  virtual void decline_revoke(std::string_view split_id) = 0;
+  virtual void decline_revoke(std::string_view split_id, std::uint64_t epoch) = 0;
   virtual void shutdown() = 0;
   virtual void abandon() = 0;
   virtual std::string instance_id() const = 0;
@@ -102,7 +102,7 @@ class CoordinatorAdapter final : public CoordinatorApi {
   CommitResult fail(std::string_view split_id, std::string_view reason,
                     std::uint64_t epoch) override;
   CommitResult release_drained(std::string_view split_id, std::uint64_t epoch) override;
-  void decline_revoke(std::string_view split_id) override;
+  void decline_revoke(std::string_view split_id, std::uint64_t epoch) override;
   void shutdown() override;
   void abandon() override;
   std::string instance_id() const override;

@@ -38,8 +38,8 @@ CommitResult CoordinatorAdapter::fail(std::string_view split_id, std::string_vie
 CommitResult CoordinatorAdapter::release_drained(std::string_view split_id, std::uint64_t epoch) {
   return coordinator_->release_drained(split_id, epoch);
 }
-void CoordinatorAdapter::decline_revoke(std::string_view split_id) {
-  coordinator_->decline_revoke(split_id);
+void CoordinatorAdapter::decline_revoke(std::string_view split_id, std::uint64_t epoch) {
+  coordinator_->decline_revoke(split_id, epoch);
 }
 void CoordinatorAdapter::shutdown() {
   coordinator_->shutdown();

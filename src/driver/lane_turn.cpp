@@ -165,7 +165,7 @@ Driver::Turn Driver::turn(Slot& s) {
               ++stats_.declined;
             }
             try {
-              api_->decline_revoke(id);
+              api_->decline_revoke(id, epoch);
             } catch (const std::exception& e) {
               log().warn("etlc: {}: declining the revocation of '{}' failed: {}", instance_, id,
                          e.what());
@@ -273,7 +273,7 @@ Driver::Turn Driver::turn(Slot& s) {
               s.ended = true;
               ++stats_.declined;
             }
-            api_->decline_revoke(id);
+            api_->decline_revoke(id, epoch);
             return closed(LaneEnd::lost);
         }
         continue;

@@ -178,8 +178,8 @@ CommitResult Coordinator::release_drained(std::string_view split_id, std::uint64
   return member_->release_drained(split_id, epoch);
 }
 
-void Coordinator::decline_revoke(std::string_view split_id) {
-  member_->decline_revoke(split_id);
+void Coordinator::decline_revoke(std::string_view split_id, std::uint64_t epoch) {
+  member_->decline_revoke(split_id, epoch);
 }
 
 namespace {

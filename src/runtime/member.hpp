@@ -117,7 +117,7 @@ class Member {
   CommitResult fail(std::string_view id, std::string_view reason, std::uint64_t epoch);
   CommitResult release_drained(std::string_view id, std::uint64_t epoch);
   void release(std::span<const std::string> ids);
-  void decline_revoke(std::string_view id);
+  void decline_revoke(std::string_view id, std::uint64_t epoch);
   void shutdown();  // graceful: release all, step down, leave (takes mu_)
   void abandon();   // crash: stop without writing anything
 

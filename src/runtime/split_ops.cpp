@@ -298,9 +298,13 @@ void Member::release(std::span<const std::string> ids) {
   }
 }
 
-void Member::decline_revoke(std::string_view id) {
+void Member::decline_revoke(std::string_view id, std::uint64_t epoch) {
   auto h = find_held(id);
   if (!h) return;
+  if (epoch != kAnyEpoch) {
+    std::lock_guard io(h->io);
+    if (tenancy_over(*h, epoch)) return;  // a late answer for an ended tenancy
+  }
   {
     std::lock_guard lk(shared_mu_);
     if (!h->draining) return;

@@ -137,9 +137,10 @@ TEST_F(DriverTest, a_declined_drain_declines_the_revocation_and_stops_the_lane) 
   source->script("s1", lane(1000).declining());
   member->push(grant("s1"));
   steps(3);
-  member->push(RevokeRequested{"s1", 10s});
+  member->push(RevokeRequested{"s1", 10s, 1});
   steps(1);
   EXPECT_EQ(member->ops(), (std::vector<std::string>{"decline_revoke"}));
+  EXPECT_EQ(member->calls().back().epoch, 1u);  // names the tenancy of the lane that declined
   EXPECT_EQ(journal_for("s1").back(), "close s1 lost");
   // The forced release that follows is reported as a loss; nothing is left to stop.
   member->push(SplitLost{"s1", LossReason::revoked});

@@ -88,8 +88,8 @@ class ScriptedMember : public CoordinatorApi {
   CommitResult release_drained(std::string_view id, std::uint64_t epoch) override {
     return record({"release_drained", std::string(id), {}, {}, epoch});
   }
-  void decline_revoke(std::string_view id) override {
-    record({"decline_revoke", std::string(id), {}, {}});
+  void decline_revoke(std::string_view id, std::uint64_t epoch) override {
+    record({"decline_revoke", std::string(id), {}, {}, epoch});
   }
   void shutdown() override { record({"shutdown", {}, {}, {}}); }
   void abandon() override { record({"abandon", {}, {}, {}}); }

@@ -86,6 +86,45 @@ TEST(Ownership, a_call_for_an_ended_tenancy_is_fenced_writes_nothing_and_keeps_t
   EXPECT_EQ(fleet.split_record(split).progress.watermark, 5u);
 }
 
+TEST(Ownership, a_late_decline_for_an_ended_tenancy_does_not_force_out_the_new_one) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(2, 10));
+  Fleet fleet(planner);
+  Node& a = fleet.add("a", [](CoordinatorConfig& c) { c.rebalance_delay = 0ms; });
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && a.held().size() == 2; }));
+  auto grant_epochs = [&](const std::string& id) {
+    std::vector<std::uint64_t> out;
+    for (const auto& g : a.all<SplitGranted>()) {
+      if (g.spec.id == id) out.push_back(g.epoch);
+    }
+    return out;
+  };
+  // Both splits end their first tenancy and are granted to `a` again, in newer epochs.
+  const auto held = a.held();
+  const std::vector<std::string> ids(held.begin(), held.end());
+  a.coord->release(ids);
+  ASSERT_TRUE(fleet.run_until(
+      [&] { return grant_epochs(ids[0]).size() == 2 && grant_epochs(ids[1]).size() == 2; }));
+
+  // A second member joins; `a` is asked to give one split up and leaves the drain hanging.
+  a.policy.wedge = true;
+  fleet.add("b", [](CoordinatorConfig& c) { c.rebalance_delay = 0ms; });
+  ASSERT_TRUE(fleet.run_until([&] { return a.count<RevokeRequested>() > 0; }));
+  const RevokeRequested revoke = a.all<RevokeRequested>().front();
+  const auto epochs = grant_epochs(revoke.split_id);
+  ASSERT_EQ(revoke.epoch, epochs[1]);
+
+  // A lane of the first tenancy answers late: nothing is forced.
+  a.coord->decline_revoke(revoke.split_id, epochs[0]);
+  fleet.run_for(1s);
+  EXPECT_EQ(a.held().count(revoke.split_id), 1u);
+  EXPECT_EQ(a.count<SplitLost>(), 0u);
+  // The current tenancy's decline forces the release at once.
+  a.coord->decline_revoke(revoke.split_id, revoke.epoch);
+  ASSERT_TRUE(fleet.run_until([&] { return a.count<SplitLost>() == 1; }, 1s));
+  EXPECT_EQ(a.all<SplitLost>().front().split_id, revoke.split_id);
+  EXPECT_EQ(a.all<SplitLost>().front().reason, LossReason::revoked);
+}
+
 TEST(Ownership, a_cooperative_drain_replays_nothing) {
   auto planner = std::make_shared<TestPlanner>(make_splits(4, 10));
   Fleet fleet(planner);

@@ -445,7 +445,7 @@ CommitResult World::user_call(Incarnation& inc, CallKind kind, Lane& lane,
         break;
       case CallKind::decline_revoke:
         what = "decline_revoke";
-        inc.member->decline_revoke(id);
+        inc.member->decline_revoke(id, epoch);
         r = CommitResult{CommitStatus::durable, {}};
         break;
     }
