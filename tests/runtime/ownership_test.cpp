@@ -89,7 +89,11 @@ TEST(Ownership, a_call_for_an_ended_tenancy_is_fenced_writes_nothing_and_keeps_t
 TEST(Ownership, a_late_decline_for_an_ended_tenancy_does_not_force_out_the_new_one) {
   auto planner = std::make_shared<TestPlanner>(make_splits(2, 10));
   Fleet fleet(planner);
-  Node& a = fleet.add("a", [](CoordinatorConfig& c) { c.rebalance_delay = 0ms; });
+  // A drain deadline far beyond the test's waits: only a decline can force the release.
+  Node& a = fleet.add("a", [](CoordinatorConfig& c) {
+    c.rebalance_delay = 0ms;
+    c.drain_deadline = 60s;
+  });
   ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && a.held().size() == 2; }));
   auto grant_epochs = [&](const std::string& id) {
     std::vector<std::uint64_t> out;
@@ -115,12 +119,14 @@ TEST(Ownership, a_late_decline_for_an_ended_tenancy_does_not_force_out_the_new_o
 
   // A lane of the first tenancy answers late: nothing is forced.
   a.coord->decline_revoke(revoke.split_id, epochs[0]);
-  fleet.run_for(1s);
+  fleet.run_for(5s);
   EXPECT_EQ(a.held().count(revoke.split_id), 1u);
   EXPECT_EQ(a.count<SplitLost>(), 0u);
   // The current tenancy's decline forces the release at once.
   a.coord->decline_revoke(revoke.split_id, revoke.epoch);
-  ASSERT_TRUE(fleet.run_until([&] { return a.count<SplitLost>() == 1; }, 1s));
+  ASSERT_TRUE(fleet.run_until([&] { return a.count<SplitLost>() == 1; }, 100ms));
+  EXPECT_NE(a.coord->metrics().render_prometheus().find("outcome=\"declined\"} 1"),
+            std::string::npos);
   EXPECT_EQ(a.all<SplitLost>().front().split_id, revoke.split_id);
   EXPECT_EQ(a.all<SplitLost>().front().reason, LossReason::revoked);
 }

@@ -271,7 +271,8 @@ void Core::ensure_bucket() {
       // "already in use" or "subjects overlap"; the latter also means a stream of another name
       // captures our subjects, which no re-read resolves, hence the bound.
       const bool overlap = cf.detail.find("subjects overlap") != std::string::npos;
-      if (overlap && ++overlaps > kMaxSubjectOverlaps) {
+      overlaps = overlap ? overlaps + 1 : 0;
+      if (overlaps > kMaxSubjectOverlaps || (overlap && now() >= deadline)) {
         throw StoreError(StoreErrc::incompatible,
                          fmt::format("{}: another stream already captures the subjects '{}>': {}",
                                      what, subject_prefix_, cf.describe()));
@@ -306,10 +307,12 @@ void Core::ensure_bucket() {
   if (options_.replicas > 1) wait_for_stream_leader();
   // A job's bucket holds messages from its first member's probe on, so only a new bucket costs
   // the readiness publish, and read-only tools (etlc status) on a live job never publish.
-  if (!holds_messages) wait_until_accepting(deadline);
+  if (!holds_messages) wait_until_accepting();
 }
 
-void Core::wait_until_accepting(Clock::time_point deadline) {
+void Core::wait_until_accepting() {
+  // Its own bound: the stream may have taken most of the first one to appear or elect a leader.
+  auto deadline = now() + std::chrono::milliseconds(options_.connect_timeout_ms);
   // A publish that cannot land: its expected last sequence is one no key can have. The stream
   // answers it (10071, nothing written) only once it subscribes to its subjects, which it does
   // after its message store exists; before that nobody answers (no responders).
@@ -332,8 +335,21 @@ void Core::wait_until_accepting(Clock::time_point deadline) {
       publishes_.fetch_add(1, std::memory_order_relaxed);
       s = js_PublishMsg(&raw_ack, js_.get(), msg.get(), &po, &jerr);
       PubAckPtr ack(raw_ack);
-      // An ack means the guard was ignored; the fencing probe reports that store as unfit.
-      if (s == NATS_OK || jerr == JSStreamWrongLastSequenceErr) return;
+      if (jerr == JSStreamWrongLastSequenceErr) return;
+      if (s == NATS_OK) {
+        // The stream ignored the guard: no fencing can work on it. Remove the message (best
+        // effort; the error below is what matters) and refuse the bucket.
+        const std::uint64_t written = ack ? ack->Sequence : 0;
+        try {
+          if (written > 0) publish(kReadinessKey, {}, written, true, what);
+        } catch (const StoreError&) {  // NOLINT(bugprone-empty-catch): see above
+        }
+        throw StoreError(StoreErrc::incompatible,
+                         fmt::format("{}: the stream stored a publish whose "
+                                     "Nats-Expected-Last-Subject-Sequence did not match; it does "
+                                     "not enforce the guards fencing needs",
+                                     what));
+      }
     }
     NatsFailure f = NatsFailure::capture(s, jerr, redactor_);
     if (!setup_retryable(f)) throw_failure(f, OpKind::write, what);

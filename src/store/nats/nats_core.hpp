@@ -126,8 +126,9 @@ class Core : public std::enable_shared_from_this<Core> {
   void wait_for_stream_leader();
   // Returns once the stream answers publishes. nats-server 2.9.10 lists a stream being created
   // before its message store exists, and a message read in that window crashes the server, so
-  // no read may reach a stream before this returns. Throws StoreError after `deadline`.
-  void wait_until_accepting(Clock::time_point deadline);
+  // no read may reach a stream before this returns. Throws StoreError(unavailable) after
+  // connect_timeout_ms, StoreError(incompatible) if the stream stores the guarded publish.
+  void wait_until_accepting();
   std::string subject(std::string_view key) const;
 
   static void on_disconnected(natsConnection* nc, void* closure);
