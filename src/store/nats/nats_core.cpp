@@ -316,40 +316,26 @@ void Core::wait_until_accepting() {
   // A publish that cannot land: its expected last sequence is one no key can have. The stream
   // answers it (10071, nothing written) only once it subscribes to its subjects, which it does
   // after its message store exists; before that nobody answers (no responders).
-  std::string subj = subject(kReadinessKey);
-  std::string expected = std::to_string(std::numeric_limits<std::int64_t>::max());
-  std::string what = fmt::format("bucket '{}': waiting until the stream accepts messages", bucket_);
+  const std::string subj = subject(kReadinessKey);
+  const std::string expected = std::to_string(std::numeric_limits<std::int64_t>::max());
+  const std::string what =
+      fmt::format("bucket '{}': waiting until the stream accepts messages", bucket_);
   for (;;) {
-    natsMsg* raw = nullptr;
-    natsStatus s = natsMsg_Create(&raw, subj.c_str(), nullptr, nullptr, 0);
-    MsgPtr msg(raw);
+    auto [s, jerr, ack] = send_guarded(subj, {}, expected, false, {}, what);
+    if (jerr == JSStreamWrongLastSequenceErr) return;
     if (s == NATS_OK) {
-      s = natsMsgHeader_Set(msg.get(), kExpectedLastSubjectSeqHeader.data(), expected.c_str());
-    }
-    jsErrCode jerr = static_cast<jsErrCode>(0);
-    if (s == NATS_OK) {
-      jsPubOptions po;
-      jsPubOptions_Init(&po);
-      po.MaxWait = options_.op_timeout_ms;
-      jsPubAck* raw_ack = nullptr;
-      publishes_.fetch_add(1, std::memory_order_relaxed);
-      s = js_PublishMsg(&raw_ack, js_.get(), msg.get(), &po, &jerr);
-      PubAckPtr ack(raw_ack);
-      if (jerr == JSStreamWrongLastSequenceErr) return;
-      if (s == NATS_OK) {
-        // The stream ignored the guard: no fencing can work on it. Remove the message (best
-        // effort; the error below is what matters) and refuse the bucket.
-        const std::uint64_t written = ack ? ack->Sequence : 0;
-        try {
-          if (written > 0) publish(kReadinessKey, {}, written, true, what);
-        } catch (const StoreError&) {  // NOLINT(bugprone-empty-catch): see above
-        }
-        throw StoreError(StoreErrc::incompatible,
-                         fmt::format("{}: the stream stored a publish whose "
-                                     "Nats-Expected-Last-Subject-Sequence did not match; it does "
-                                     "not enforce the guards fencing needs",
-                                     what));
+      // The stream ignored the guard: no fencing can work on it. Remove the message (best
+      // effort; the error below is what matters) and refuse the bucket.
+      const std::uint64_t written = ack ? ack->Sequence : 0;
+      try {
+        if (written > 0) publish(kReadinessKey, {}, written, true, what);
+      } catch (const StoreError&) {  // NOLINT(bugprone-empty-catch): see above
       }
+      throw StoreError(StoreErrc::incompatible,
+                       fmt::format("{}: the stream stored a publish whose "
+                                   "Nats-Expected-Last-Subject-Sequence did not match; it does "
+                                   "not enforce the guards fencing needs",
+                                   what));
     }
     NatsFailure f = NatsFailure::capture(s, jerr, redactor_);
     if (!setup_retryable(f)) throw_failure(f, OpKind::write, what);
@@ -532,33 +518,22 @@ LastMessage Core::read_last(std::string_view key, std::string_view what) {
   return out;
 }
 
-Published Core::publish(std::string_view key, std::string_view value, std::uint64_t expected,
-                        bool erase_marker, std::string_view what) {
-  require_connected(what);
-  std::string subj = subject(key);
+Core::Sent Core::send_guarded(const std::string& subj, std::string_view value,
+                              const std::string& expected, bool erase_marker,
+                              const std::string& msg_id, std::string_view what) {
   natsMsg* raw = nullptr;
   natsStatus s =
       natsMsg_Create(&raw, subj.c_str(), nullptr, value.data(), static_cast<int>(value.size()));
   MsgPtr msg(raw);
-  std::string expected_text = std::to_string(expected);
   // Set by hand: nats.c ignores jsPubOptions.ExpectLastSubjectSeq == 0, and 0 ("no message on
   // this subject yet") is exactly what create needs.
   if (s == NATS_OK) {
-    s = natsMsgHeader_Set(msg.get(), kExpectedLastSubjectSeqHeader.data(), expected_text.c_str());
+    s = natsMsgHeader_Set(msg.get(), kExpectedLastSubjectSeqHeader.data(), expected.c_str());
   }
   if (s == NATS_OK && erase_marker) {
     s = natsMsgHeader_Set(msg.get(), kOperationHeader.data(), "DEL");
   }
-  // nats-server 2.9 checks a non-zero expected last subject sequence of a replicated stream only
-  // against the stored state when it proposes the write, not against writes still being
-  // replicated, so two concurrent CAS on one key with the same expected revision can both win
-  // (measured: 1600 "won" increments of one R3 counter left it at 702). The message id
-  // "<key>@<expected>" closes that race: the server registers ids at proposal time and
-  // deduplicates the second writer, which we report as a conflict. Expected 0 (create) is
-  // checked when the write is applied, which is race-free, and needs no id.
-  std::string msg_id;
-  if (s == NATS_OK && expected != 0) {
-    msg_id.append(key).append("@").append(expected_text);
+  if (s == NATS_OK && !msg_id.empty()) {
     s = natsMsgHeader_Set(msg.get(), kMsgIdHeader.data(), msg_id.c_str());
   }
   if (s != NATS_OK) {
@@ -571,10 +546,28 @@ Published Core::publish(std::string_view key, std::string_view value, std::uint6
   jsPubOptions_Init(&po);
   po.MaxWait = options_.op_timeout_ms;
   jsPubAck* raw_ack = nullptr;
-  jsErrCode jerr = static_cast<jsErrCode>(0);
+  Sent out;
   publishes_.fetch_add(1, std::memory_order_relaxed);
-  s = js_PublishMsg(&raw_ack, js_.get(), msg.get(), &po, &jerr);
-  PubAckPtr ack(raw_ack);
+  out.status = js_PublishMsg(&raw_ack, js_.get(), msg.get(), &po, &out.jerr);
+  out.ack.reset(raw_ack);
+  return out;
+}
+
+Published Core::publish(std::string_view key, std::string_view value, std::uint64_t expected,
+                        bool erase_marker, std::string_view what) {
+  require_connected(what);
+  std::string expected_text = std::to_string(expected);
+  // nats-server 2.9 checks a non-zero expected last subject sequence of a replicated stream only
+  // against the stored state when it proposes the write, not against writes still being
+  // replicated, so two concurrent CAS on one key with the same expected revision can both win
+  // (measured: 1600 "won" increments of one R3 counter left it at 702). The message id
+  // "<key>@<expected>" closes that race: the server registers ids at proposal time and
+  // deduplicates the second writer, which we report as a conflict. Expected 0 (create) is
+  // checked when the write is applied, which is race-free, and needs no id.
+  std::string msg_id;
+  if (expected != 0) msg_id.append(key).append("@").append(expected_text);
+  auto [s, jerr, ack] =
+      send_guarded(subject(key), value, expected_text, erase_marker, msg_id, what);
   Published out;
   if (s == NATS_OK && ack) {
     if (ack->Duplicate) {

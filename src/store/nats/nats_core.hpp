@@ -129,6 +129,16 @@ class Core : public std::enable_shared_from_this<Core> {
   // no read may reach a stream before this returns. Throws StoreError(unavailable) after
   // connect_timeout_ms, StoreError(incompatible) if the stream stores the guarded publish.
   void wait_until_accepting();
+  // One js_PublishMsg of `value` to `subj` with the expected-last-subject-sequence header
+  // `expected`, a DEL marker if `erase_marker`, and a Nats-Msg-Id if `msg_id` is not empty. The
+  // raw outcome is the caller's to judge; throws StoreError only if the message cannot be built.
+  struct Sent {
+    natsStatus status = NATS_OK;
+    jsErrCode jerr = static_cast<jsErrCode>(0);
+    PubAckPtr ack;
+  };
+  Sent send_guarded(const std::string& subj, std::string_view value, const std::string& expected,
+                    bool erase_marker, const std::string& msg_id, std::string_view what);
   std::string subject(std::string_view key) const;
 
   static void on_disconnected(natsConnection* nc, void* closure);
