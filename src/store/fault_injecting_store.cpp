@@ -5,8 +5,8 @@
 // to read it again or release_held moves some into `ready`. Lock order: decorator mu_ is never
 // held while a control's mutex is taken; a control's mutex is held while calling its inner watch's
 // poll (the inner watch is then used by one thread at a time, as the Watch contract requires).
-// Callbacks run with no lock held; callbacks the decorator starts are counted in flight so that a
-// destructor can wait them out, and the inner watch's own callbacks end when it is destroyed.
+// Callbacks run with no lock held; every callback, the inner watch's included, is counted in
+// flight on the control, so a handle's destructor can wait them all out.
 #include "etlc/fault_injecting_store.hpp"
 
 #include <algorithm>
@@ -309,15 +309,20 @@ std::unique_ptr<Watch> FaultInjectingStore::watch(std::string_view prefix, Watch
   Fault fault;
   const std::uint64_t seq = admit(
       OpKind::watch, prefix, /*is_write=*/false, [&] { validate_prefix(prefix); }, fault);
-  // One callable shared by the inner watch and the decorator, so a stateful callback is not
-  // copied.
   auto notify = std::make_shared<const std::function<void()>>(std::move(options.notify));
+  auto control =
+      std::make_shared<FaultWatchControl>(notify, options.max_pending, std::string(prefix));
   WatchOptions inner_options;
   inner_options.max_pending = options.max_pending;
   inner_options.latest_only = options.latest_only;
-  if (*notify) inner_options.notify = [notify] { (*notify)(); };
-  auto control =
-      std::make_shared<FaultWatchControl>(notify, options.max_pending, std::string(prefix));
+  // The inner watch's callbacks go through the control too, counted in flight, so the handle's
+  // destructor waits for them even when break_watches() is destroying the inner watch on another
+  // thread (the destructor then finds no inner watch to wait on).
+  if (*notify) {
+    inner_options.notify = [weak = std::weak_ptr<FaultWatchControl>(control)] {
+      if (auto c = weak.lock()) notify_control(*c);
+    };
+  }
   control->inner = call_inner(seq, OpKind::watch, prefix,
                               [&] { return inner_->watch(prefix, std::move(inner_options)); });
   {
