@@ -109,20 +109,19 @@ std::shared_ptr<etlc::KvStore> open_store(const RunOptions& o) {
   // that then went away, say), that first cause is part of the line.
   constexpr int kAttempts = 3;
   std::string first_error;
+  auto give_up = [&](const std::string& why) {
+    std::string line = "cannot use the store at " + o.store + ": " + why;
+    if (!first_error.empty() && first_error != why) line += " (first attempt: " + first_error + ")";
+    return UserError(line);
+  };
   for (int attempt = 1;; ++attempt) {
     try {
       return etlc::NatsStore::open(n);
     } catch (const etlc::StoreError& e) {
       if (attempt == 1) first_error = e.what();
-      if (!e.retryable() || attempt == kAttempts) {
-        std::string line = "cannot use the store at " + o.store + ": " + e.what();
-        if (first_error != e.what()) line += " (first attempt: " + first_error + ")";
-        throw UserError(line);
-      }
+      if (!e.retryable() || attempt == kAttempts) throw give_up(e.what());
     } catch (const std::exception& e) {
-      std::string line = "cannot use the store at " + o.store + ": " + e.what();
-      if (!first_error.empty()) line += " (first attempt: " + first_error + ")";
-      throw UserError(line);
+      throw give_up(e.what());
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(500 * attempt));
   }
