@@ -217,9 +217,9 @@ class Member {
   void reconcile(TimePoint now);
   void try_claim(const std::string& id, TimePoint now);
   void claim(const std::string& id, TimePoint now);
-  // Reads spec.{id} into spec_cache_ unless cached; false if it does not exist. Throws store and
-  // record errors.
-  bool load_spec(const std::string& id);
+  // Reads spec.{id} into spec_cache_ unless cached; the cached spec, or null if it does not exist.
+  // The pointer is valid until spec_cache_ changes. Throws store and record errors.
+  const SplitSpec* load_spec(const std::string& id);
   void prefetch_spec(const std::string& id);  // load_spec, ignoring retryable store errors
   void begin_revocation(const std::shared_ptr<Held>& h, TimePoint now);
   void force_due_revocations(TimePoint now);

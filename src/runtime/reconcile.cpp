@@ -172,8 +172,8 @@ void Member::claim(const std::string& id, TimePoint now) {
   auto cur = store_->get(skey);
   if (!cur) return;  // not seeded yet
   core::SplitRecord rec = core::decode_split(skey, cur->value);
-  if (!load_spec(id)) return;
-  const auto spec_it = spec_cache_.find(id);
+  const SplitSpec* spec = load_spec(id);
+  if (spec == nullptr) return;
 
   core::ClaimDecision d =
       core::decide_claim(rec, std::nullopt, instance_, nonce_, config_.max_attempts);
@@ -281,7 +281,7 @@ void Member::claim(const std::string& id, TimePoint now) {
 
   auto h = std::make_shared<Held>();
   h->id = id;
-  h->spec = spec_it->second;
+  h->spec = *spec;
   h->record = next;
   h->record_rev = rec_rev;
   h->lease_rev = lease_rev;
@@ -299,12 +299,12 @@ void Member::claim(const std::string& id, TimePoint now) {
              next.epoch, adopt ? "adopted" : kind_name(d.kind), next.progress.watermark);
 }
 
-bool Member::load_spec(const std::string& id) {
-  if (spec_cache_.count(id)) return true;
-  auto spec = store_->get(core::spec_key(id));
-  if (!spec) return false;
-  spec_cache_.emplace(id, core::decode_spec(core::spec_key(id), spec->value).spec);
-  return true;
+const SplitSpec* Member::load_spec(const std::string& id) {
+  if (auto it = spec_cache_.find(id); it != spec_cache_.end()) return &it->second;
+  auto stored = store_->get(core::spec_key(id));
+  if (!stored) return nullptr;
+  return &spec_cache_.emplace(id, core::decode_spec(core::spec_key(id), stored->value).spec)
+              .first->second;
 }
 
 void Member::prefetch_spec(const std::string& id) {
