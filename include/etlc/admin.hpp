@@ -68,7 +68,8 @@ std::string_view to_string(SplitState s) noexcept;
 std::optional<SplitState> parse_split_state(std::string_view text) noexcept;
 
 // The completion verdict of a plan.
-enum class PlanVerdict : std::uint8_t { running, complete, stalled };
+// failed: the leader gave up on the planner (max_planner_failures); PlanStatus::message says why.
+enum class PlanVerdict : std::uint8_t { running, complete, stalled, failed };
 std::string_view to_string(PlanVerdict v) noexcept;
 // "open" / "final".
 std::string_view finality_name(PlanFinality f) noexcept;
@@ -100,6 +101,7 @@ struct PlanStatus {
   std::uint64_t completed = 0;  // tallies as the leader last wrote them
   std::uint64_t quarantined = 0;
   PlanVerdict verdict = PlanVerdict::running;
+  std::string message;  // why the verdict is failed (empty otherwise)
 };
 
 // Counts over the split records themselves (not the leader's tallies).

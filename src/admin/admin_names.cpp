@@ -30,6 +30,8 @@ std::string_view to_string(PlanVerdict v) noexcept {
       return "complete";
     case PlanVerdict::stalled:
       return "stalled";
+    case PlanVerdict::failed:
+      return "failed";
   }
   return "unknown";
 }

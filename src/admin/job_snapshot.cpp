@@ -111,6 +111,8 @@ PlanVerdict to_public(core::Verdict v) noexcept {
       return PlanVerdict::complete;
     case core::Verdict::stalled:
       return PlanVerdict::stalled;
+    case core::Verdict::failed:
+      return PlanVerdict::failed;
   }
   return PlanVerdict::running;
 }

@@ -213,6 +213,11 @@ bool Member::write_plan(const core::PlanRecord& next) {
 void Member::advance_planning(TimePoint now) {
   if (!plan_view_) return;
   const core::PlanRecord& plan = plan_view_->first;
+  if (plan.verdict == core::Verdict::failed) {  // gave up on the planner until `etlc resume`
+    planner_failures_ = 0;
+    plan_backoff_ = kPlanRetryMin;
+    return;
+  }
   if (seeding_) {
     seed_slice();
     if (seeding_ && seeding_->next >= seeding_->splits.size()) finish_seeding();
@@ -224,6 +229,7 @@ void Member::advance_planning(TimePoint now) {
     if (!outcome) return;  // still running
     planning_ = false;
     if (!outcome->plan) {
+      if (give_up_on_planner(outcome->error, now)) return;
       log().warn("etlc: {}: planner failed: {}; retrying in {} ms", instance_, outcome->error,
                  std::chrono::duration_cast<std::chrono::milliseconds>(plan_backoff_).count());
       next_plan_at_ = now + plan_backoff_;
@@ -231,6 +237,7 @@ void Member::advance_planning(TimePoint now) {
       return;
     }
     plan_backoff_ = kPlanRetryMin;
+    planner_failures_ = 0;
     // Validate before anything is written: a bad plan is the planner's bug, reported by name.
     std::unordered_set<std::string> ids;
     for (const PlannedSplit& s : outcome->plan->splits) {
@@ -245,6 +252,7 @@ void Member::advance_planning(TimePoint now) {
         }
       } catch (const ConfigError& e) {
         log().error("etlc: {}: rejecting plan: {}", instance_, e.what());
+        if (give_up_on_planner(fmt::format("invalid plan: {}", e.what()), now)) return;
         next_plan_at_ = now + kPlanRetryMax;
         return;
       }
@@ -335,6 +343,7 @@ void Member::finish_seeding() {
 void Member::update_tallies(TimePoint now) {
   if (!plan_view_ || !plan_view_->first.planned) return;
   const core::PlanRecord& plan = plan_view_->first;
+  if (plan.verdict == core::Verdict::failed) return;  // sticky until an operator clears it
   core::PlanRecord next = plan;
   next.term = term_;
   // Count every split record that exists: after seeding that is at least the planned set, and a

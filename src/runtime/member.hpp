@@ -181,6 +181,12 @@ class Member {
   void on_assign_event(const WatchEvent& e);
   void on_split_event(const WatchEvent& e);
   void on_cordon_event(const WatchEvent& e);
+
+  // job_controls.cpp (issue 19): the operator's pause, the planner-failure policy
+  void on_pause_event(const WatchEvent& e);
+  // Counts a planner failure; at max_planner_failures writes the plan's `failed` verdict and
+  // returns true (the caller stops retrying).
+  bool give_up_on_planner(const std::string& error, TimePoint now);
   bool session_live(const std::string& instance, const std::string& nonce) const;
 
   TimePoint next_wake(TimePoint now, bool more);
@@ -294,6 +300,9 @@ class Member {
   std::uint64_t publishes_ = 0;
   bool seen_complete_ = false;
   bool seen_stalled_ = false;
+  // job_controls.cpp: job.pause exists (the leader assigns nothing); consecutive planner failures.
+  bool paused_ = false;
+  std::uint32_t planner_failures_ = 0;
 
   // Held splits and events (guarded by shared_mu_).
   mutable std::mutex shared_mu_;

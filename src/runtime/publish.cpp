@@ -84,6 +84,9 @@ void Member::publish_assignment(TimePoint now) {
                         (v.rec.owner && s.record_owner == core::kNoMember);
     in.splits.push_back(std::move(s));
   }
+  // Paused (job.pause, job_controls.cpp): nothing is assigned, so every worker drains and
+  // releases what it holds; resuming recomputes from the committed progress.
+  if (paused_) in.splits.clear();
 
   core::Assignment out = core::desired_assignment(in);
   if (out.stats.backstop_bound) {

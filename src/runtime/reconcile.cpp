@@ -323,7 +323,11 @@ void Member::observe_completion() {
     push_event(AllComplete{plan.completed});
   } else if (plan.verdict == core::Verdict::stalled && !seen_stalled_) {
     seen_stalled_ = true;
-    push_event(Stalled{plan.completed, plan.quarantined});
+    push_event(Stalled{plan.completed, plan.quarantined, {}});
+  } else if (plan.verdict == core::Verdict::failed && !seen_stalled_) {
+    seen_stalled_ = true;  // the planner failed max_planner_failures times (job_controls.cpp)
+    push_event(Stalled{plan.completed, plan.quarantined,
+                       plan.message.value_or("the job's planner failed")});
   } else if (plan.verdict == core::Verdict::running) {
     seen_stalled_ = false;  // an operator requeued: a later stall is news again
   }

@@ -41,6 +41,7 @@ void Member::ensure_watches() {
   if (!w_job_.watch) {
     leader_view_.reset();
     plan_view_.reset();
+    paused_ = false;  // the snapshot re-delivers job.pause if it still exists
     open_watch(w_job_);
   }
   if (!w_members_.watch) {
@@ -125,6 +126,10 @@ bool Member::drain_watches(TimePoint now) {
 
 void Member::on_job_event(const WatchEvent& e) {
   const bool put = e.kind == WatchEvent::Kind::put;
+  if (e.key == core::kPauseKey) {
+    on_pause_event(e);  // job_controls.cpp
+    return;
+  }
   if (e.key == core::kLeaderKey) {
     // Our own writes update the view at once; the watch echoes older events afterwards.
     if (leader_view_ && leader_view_->second > e.revision) return;

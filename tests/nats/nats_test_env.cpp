@@ -36,6 +36,7 @@ NatsStoreOptions test_options(std::vector<std::string> servers, std::string buck
   o.connect_timeout_ms = 10'000;
   o.op_timeout_ms = 2'000;
   o.reconnect_wait_ms = 50;
+  o.startup_wait_ms = 0;  // these tests want an unreachable server to fail at once
   return o;
 }
 

@@ -258,6 +258,7 @@ Incarnation& World::spawn(std::size_t slot, const std::string& instance, Virtual
   c.rebalance_delay = std::chrono::milliseconds(p_.rebalance_delay_ms);
   c.drain_deadline = std::chrono::milliseconds(p_.drain_deadline_ms);
   c.max_attempts = p_.max_attempts;
+  c.max_planner_failures = 1000;  // the scenario's planner_fail rate must not end the job
   c.replan_interval = std::chrono::milliseconds(p_.replan_interval_ms);
   c.assignment_interval = std::chrono::milliseconds(p_.assignment_interval_ms);
   c.bulk_ops_per_step = p_.bulk_ops_per_step;

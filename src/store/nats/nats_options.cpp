@@ -135,6 +135,7 @@ void NatsStoreOptions::validate() const {
   check_timeout(connect_timeout_ms, 1, "connect_timeout_ms");
   check_timeout(op_timeout_ms, 1, "op_timeout_ms");
   check_timeout(reconnect_wait_ms, 0, "reconnect_wait_ms");
+  check_timeout(startup_wait_ms, 0, "startup_wait_ms");
   if (max_reconnect_attempts < -1) {
     throw ConfigError(fmt::format("max_reconnect_attempts must be -1 (forever) or >= 0, got {}",
                                   max_reconnect_attempts));
@@ -162,8 +163,9 @@ std::string NatsStoreOptions::to_string() const {
   }
   out += fmt::format(
       "}}, connect_timeout_ms={}, op_timeout_ms={}, reconnect_wait_ms={}, "
-      "max_reconnect_attempts={}, probe_on_open={}",
-      connect_timeout_ms, op_timeout_ms, reconnect_wait_ms, max_reconnect_attempts, probe_on_open);
+      "max_reconnect_attempts={}, startup_wait_ms={}, probe_on_open={}",
+      connect_timeout_ms, op_timeout_ms, reconnect_wait_ms, max_reconnect_attempts,
+      startup_wait_ms, probe_on_open);
   if (!connection_name.empty()) out += fmt::format(", connection_name='{}'", connection_name);
   out += "}";
   return out;

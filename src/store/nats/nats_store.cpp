@@ -7,6 +7,7 @@
 
 #include "store/nats/nats_core.hpp"
 #include "store/nats/nats_watch.hpp"
+#include "store/nats/startup_wait.hpp"
 
 namespace etlc {
 
@@ -28,8 +29,8 @@ std::string probe_prefix() {
 
 }  // namespace
 
-NatsStore::NatsStore(NatsStoreOptions options) : core_(std::make_shared<Core>(std::move(options))) {
-  core_->open();
+NatsStore::NatsStore(NatsStoreOptions options)
+    : core_(nats_detail::open_with_startup_wait(std::move(options))) {  // startup_wait.cpp
   if (core_->options().probe_on_open) verify_fencing(*this, probe_prefix());
 }
 
