@@ -218,6 +218,13 @@ class NatsStore final : public KvStore {
   // Idempotent.
   void close();
 
+  // Deletes the bucket: its stream, every key and its history (etlc delete). Then closes the
+  // store (later calls throw StoreError(closed)). A bucket that is already gone is not an error.
+  // Members still using the bucket fail their writes until they stop or reopen it (a member
+  // opening the store again creates a new, empty bucket); stop them first. Throws
+  // StoreError(unavailable / unknown_outcome) when the server does not confirm the delete.
+  void delete_bucket();
+
   const std::string& bucket() const noexcept;
   // True while the connection is established (not reconnecting, not closed).
   bool connected() const;

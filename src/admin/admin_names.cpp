@@ -82,4 +82,32 @@ std::string_view to_string(UncordonOutcome o) noexcept {
   return "unknown";
 }
 
+std::string_view to_string(PauseOutcome o) noexcept {
+  return o == PauseOutcome::paused ? "paused" : "already_paused";
+}
+
+std::string_view to_string(ResumeOutcome o) noexcept {
+  return o == ResumeOutcome::resumed ? "resumed" : "not_paused";
+}
+
+std::string_view to_string(ResetOutcome o) noexcept {
+  return o == ResetOutcome::reset ? "reset" : "refused_live";
+}
+
+std::string_view to_string(SeekOutcome o) noexcept {
+  switch (o) {
+    case SeekOutcome::moved:
+      return "moved";
+    case SeekOutcome::held:
+      return "held";
+    case SeekOutcome::not_found:
+      return "not_found";
+    case SeekOutcome::unreadable:
+      return "unreadable";
+    case SeekOutcome::conflict:
+      return "conflict";
+  }
+  return "unknown";
+}
+
 }  // namespace etlc

@@ -54,6 +54,8 @@ JobSnapshot read_snapshot(KvStore& store, const SnapshotParts& parts) {
           s.leader = core::decode_leader(e.key, e.value);
         } else if (e.key == core::kPlanKey) {
           s.plan = core::decode_plan(e.key, e.value);
+        } else if (e.key == core::kPauseKey) {
+          s.pause = core::decode_pause(e.key, e.value);
         } else {
           s.garbage.add(e.key, "not a key of the job layout");
         }

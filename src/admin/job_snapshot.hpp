@@ -38,6 +38,7 @@ struct Versioned {
 struct JobSnapshot {
   std::optional<core::LeaderRecord> leader;
   std::optional<core::PlanRecord> plan;
+  std::optional<core::PauseRecord> pause;
   std::map<std::string, Versioned<core::MemberRecord>> members;  // by instance id
   std::map<std::string, core::LeaseRecord> leases;               // by split id
   std::map<std::string, core::AssignmentRecord> assigns;         // by instance id
@@ -48,7 +49,7 @@ struct JobSnapshot {
 
 // Which prefixes to read.
 struct SnapshotParts {
-  bool job = false;      // job.leader, job.plan
+  bool job = false;      // job.leader, job.plan, job.pause
   bool members = false;  // member.*
   bool leases = false;   // lease.*
   bool assigns = false;  // assign.*
