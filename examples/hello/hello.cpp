@@ -6,6 +6,7 @@
 //   ./hello                                   one member, in-memory store (no NATS needed)
 //   NATS_URL=nats://127.0.0.1:4222 ETLC_JOB=hello ETLC_INSTANCE_ID=m1 ./hello
 //                                             one member of a fleet sharing the job in NATS
+//   HELLO_HTTP_PORT=9464 ...                  also serve /metrics and /healthz on that port
 //
 // Configuration comes from the environment (etlc/env_config.hpp); exit codes are
 // etlc/exit_codes.hpp's (0 done or stopped, 1 fatal, 2 bad configuration, 3 stalled).
@@ -14,6 +15,8 @@
 #include <etlc/exit_codes.hpp>
 #include <etlc/logging.hpp>
 #include <etlc/memory_store.hpp>
+#include <etlc/metrics.hpp>
+#include <etlc/metrics_server.hpp>
 
 #include <atomic>
 #include <csignal>
@@ -82,8 +85,9 @@ int main(int argc, char** argv) {
         "  without NATS_URL and ETLC_JOB: one member on an in-memory store\n"
         "  NATS_URL, ETLC_JOB: the job's NATS server(s) and name; ETLC_INSTANCE_ID or POD_NAME\n"
         "  (else the host name): this member's stable id; ETLC_* knobs and ETLC_NATS_*\n"
-        "  credentials: see etlc/env_config.hpp. Exit: 0 done or stopped, 1 fatal,\n"
-        "  2 bad configuration, 3 stalled.\n",
+        "  credentials: see etlc/env_config.hpp. HELLO_HTTP_PORT: serve /metrics and\n"
+        "  /healthz on 0.0.0.0:PORT. Exit: 0 done or stopped, 1 fatal, 2 bad configuration,\n"
+        "  3 stalled.\n",
         argv[0]);
     return std::strcmp(argv[1], "--help") == 0 ? 0 : etlc::exit_codes::bad_config;
   }
@@ -96,7 +100,17 @@ int main(int argc, char** argv) {
 
   etlc::set_log_level(etlc::LogLevel::info);
   std::unique_ptr<etlc::Driver> driver;
+  std::unique_ptr<etlc::MetricsServer> http;
   try {
+    auto metrics = std::make_shared<etlc::MetricsRegistry>();
+    if (set("HELLO_HTTP_PORT")) {  // for Prometheus and the supervisor's probes
+      etlc::MetricsServerOptions o;
+      o.bind_address = "0.0.0.0";
+      const int port = std::atoi(std::getenv("HELLO_HTTP_PORT"));
+      if (port <= 0 || port > 65535) throw etlc::ConfigError("HELLO_HTTP_PORT: not a TCP port");
+      o.port = static_cast<std::uint16_t>(port);
+      http = std::make_unique<etlc::MetricsServer>(metrics, o);
+    }
     auto planner = std::make_shared<HelloPlanner>();
     auto source = std::make_shared<HelloSource>();
 #if defined(ETLC_WITH_NATS)
@@ -104,13 +118,13 @@ int main(int argc, char** argv) {
       etlc::EnvConfig env = etlc::config_from_env();
       std::printf("hello: %s\n", env.summary.c_str());
       driver = std::make_unique<etlc::Driver>(env.coordinator, etlc::NatsStore::open(env.nats),
-                                              planner, source);
+                                              planner, source, etlc::DriverOptions{}, metrics);
     } else
 #endif
     {
       etlc::CoordinatorConfig config = etlc::coordinator_config_from_env();
       driver = std::make_unique<etlc::Driver>(config, std::make_shared<etlc::MemoryStore>(),
-                                              planner, source);
+                                              planner, source, etlc::DriverOptions{}, metrics);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "hello: %s\n", e.what());
