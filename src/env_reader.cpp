@@ -57,8 +57,8 @@ std::optional<std::string> EnvReader::text_redacted(std::string_view var, std::s
 
 void EnvReader::bad(std::string_view var, const std::string& value, std::string_view what,
                     bool secret) const {
-  throw ConfigError(fmt::format("environment variable {}='{}': {}", var,
-                                secret ? "***" : shorten(value), what));
+  throw ConfigError(
+      fmt::format("environment variable {}='{}': {}", var, secret ? "***" : shorten(value), what));
 }
 
 std::optional<std::int64_t> EnvReader::int64(std::string_view var, std::string_view field) {
@@ -111,19 +111,32 @@ void EnvReader::rethrow(const ConfigError& e) const {
 }
 
 const std::vector<std::string_view> kKnownVariables = {
-    "ETLC_INSTANCE_ID",        "POD_NAME",
-    "ETLC_LEASE_MS",           "ETLC_MAX_IN_FLIGHT",
-    "ETLC_REBALANCE_DELAY_MS", "ETLC_DRAIN_DEADLINE_MS",
-    "ETLC_OP_TIMEOUT_MS",      "ETLC_MAX_ATTEMPTS",
-    "ETLC_REPLAN_INTERVAL_MS", "ETLC_ASSIGNMENT_INTERVAL_MS",
-    "ETLC_BULK_OPS_PER_STEP",  "ETLC_MAX_PLANNER_FAILURES",
-    "ETLC_STARTUP_WAIT_MS",    "NATS_URL",
-    "ETLC_JOB",                "ETLC_BUCKET",
-    "ETLC_NATS_REPLICAS",      "ETLC_NATS_USER",
-    "ETLC_NATS_PASSWORD",      "ETLC_NATS_TOKEN",
-    "ETLC_NATS_CREDS",         "ETLC_NATS_TLS",
-    "ETLC_NATS_TLS_CA",        "ETLC_NATS_TLS_CERT",
-    "ETLC_NATS_TLS_KEY",       "ETLC_NATS_CONNECT_TIMEOUT_MS",
+    "ETLC_INSTANCE_ID",
+    "POD_NAME",
+    "ETLC_LEASE_MS",
+    "ETLC_MAX_IN_FLIGHT",
+    "ETLC_REBALANCE_DELAY_MS",
+    "ETLC_DRAIN_DEADLINE_MS",
+    "ETLC_OP_TIMEOUT_MS",
+    "ETLC_MAX_ATTEMPTS",
+    "ETLC_REPLAN_INTERVAL_MS",
+    "ETLC_ASSIGNMENT_INTERVAL_MS",
+    "ETLC_BULK_OPS_PER_STEP",
+    "ETLC_MAX_PLANNER_FAILURES",
+    "ETLC_STARTUP_WAIT_MS",
+    "NATS_URL",
+    "ETLC_JOB",
+    "ETLC_BUCKET",
+    "ETLC_NATS_REPLICAS",
+    "ETLC_NATS_USER",
+    "ETLC_NATS_PASSWORD",
+    "ETLC_NATS_TOKEN",
+    "ETLC_NATS_CREDS",
+    "ETLC_NATS_TLS",
+    "ETLC_NATS_TLS_CA",
+    "ETLC_NATS_TLS_CERT",
+    "ETLC_NATS_TLS_KEY",
+    "ETLC_NATS_CONNECT_TIMEOUT_MS",
     "ETLC_NATS_OP_TIMEOUT_MS",
 };
 
@@ -134,11 +147,10 @@ void warn_unknown_etlc_variables() {
     if (entry.substr(0, 5) != "ETLC_") continue;
     const std::string_view name = entry.substr(0, entry.find('='));
     const bool listed = std::find(known.begin(), known.end(), name) != known.end() ||
-                        std::find(std::begin(kScriptVariables), std::end(kScriptVariables),
-                                  name) != std::end(kScriptVariables);
+                        std::find(std::begin(kScriptVariables), std::end(kScriptVariables), name) !=
+                            std::end(kScriptVariables);
     if (!listed) {
-      log().warn("ignoring environment variable {}: not a setting of this library (a typo?)",
-                 name);
+      log().warn("ignoring environment variable {}: not a setting of this library (a typo?)", name);
     }
   }
 }

@@ -118,9 +118,10 @@ struct Logger {
     } catch (const spdlog::spdlog_ex&) {  // NOLINT(bugprone-empty-catch): name already taken
     }
     if (env != nullptr && !parsed) {
-      logger->warn("ETLC_LOG_LEVEL='{}' is not a level (trace, debug, info, warn, error, off); "
-                   "using warn",
-                   env);
+      logger->warn(
+          "ETLC_LOG_LEVEL='{}' is not a level (trace, debug, info, warn, error, off); "
+          "using warn",
+          env);
     }
   }
 };

@@ -64,9 +64,9 @@ class TerminalSink final : public spdlog::sinks::base_sink<Mutex> {
 };
 
 void install_log_sink(bool live) {
-  auto logger = std::make_shared<spdlog::logger>(
-      "file-backfill", std::make_shared<TerminalSink<std::mutex>>(live));
-  logger->set_level(spdlog::level::trace);  // the library's level decides what reaches it
+  auto logger = std::make_shared<spdlog::logger>("file-backfill",
+                                                 std::make_shared<TerminalSink<std::mutex>>(live));
+  logger->set_level(spdlog::level::trace);         // the library's level decides what reaches it
   const etlc::LogLevel level = etlc::log_level();  // warn, or ETLC_LOG_LEVEL
   etlc::set_spdlog_logger(logger);
   etlc::set_log_level(level);

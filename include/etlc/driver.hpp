@@ -265,7 +265,7 @@ class Driver {
   std::deque<std::shared_ptr<Slot>> ready_;
   std::vector<std::shared_ptr<Slot>> delayed_;
   std::map<std::string, std::vector<std::shared_ptr<Slot>>>
-      live_;                                           // id -> open slots, oldest first
+      live_;  // id -> open slots, oldest first
   // id -> (epoch, last durable progress we wrote in it)
   std::map<std::string, std::pair<std::uint64_t, SplitProgress>> last_durable_;
   std::size_t live_count_ = 0;

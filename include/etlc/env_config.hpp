@@ -13,7 +13,8 @@
 //   ETLC_LEASE_MS  ETLC_MAX_IN_FLIGHT  ETLC_REBALANCE_DELAY_MS  ETLC_DRAIN_DEADLINE_MS
 //   ETLC_OP_TIMEOUT_MS  ETLC_MAX_ATTEMPTS  ETLC_REPLAN_INTERVAL_MS  ETLC_ASSIGNMENT_INTERVAL_MS
 //   ETLC_BULK_OPS_PER_STEP  ETLC_MAX_PLANNER_FAILURES
-//   ETLC_STARTUP_WAIT_MS        CoordinatorConfig::startup_wait and NatsStoreOptions::startup_wait_ms
+//   ETLC_STARTUP_WAIT_MS        CoordinatorConfig::startup_wait and
+//   NatsStoreOptions::startup_wait_ms
 // The NATS store (NatsStoreOptions), the same variables the `etlc` tool reads:
 //   NATS_URL                    servers, comma-separated (default nats://127.0.0.1:4222)
 //   ETLC_JOB  ETLC_BUCKET       the job (its bucket), or an explicit bucket

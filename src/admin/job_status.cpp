@@ -71,9 +71,10 @@ JobStatus build_status(const JobSnapshot& snap) {
   }
   if (snap.plan) {
     const core::PlanRecord& p = *snap.plan;
-    st.plan = PlanStatus{p.fingerprint,     p.term,      to_public(p.finality),
-                         p.planned,         p.split_count, p.completed,
-                         p.quarantined,     to_public(p.verdict), p.message.value_or("")};
+    st.plan =
+        PlanStatus{p.fingerprint,         p.term,      to_public(p.finality), p.planned,
+                   p.split_count,         p.completed, p.quarantined,         to_public(p.verdict),
+                   p.message.value_or("")};
   }
   st.splits = count_splits(snap);
 

@@ -196,8 +196,8 @@ ResetResult JobAdmin::reset(milliseconds max_wait) {
     try {
       next.fingerprint = core::decode_plan(core::kPlanKey, cur->value).fingerprint;
     } catch (const core::RecordError& e) {
-      throw Error(fmt::format("reset: the plan record is unreadable ({}); nothing was changed",
-                              e.what()));
+      throw Error(
+          fmt::format("reset: the plan record is unreadable ({}); nothing was changed", e.what()));
     }
     next.term = floor;
     next.finality = snap.plan ? snap.plan->finality : core::Finality::final;

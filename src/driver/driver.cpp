@@ -311,8 +311,7 @@ void Driver::handle(Event event) {
                                  "splits' last errors)",
                                  st.completed, st.quarantined);
                    // A planner failure (message set) is never drained as a mere warning.
-                   if (options_.on_stall == StallPolicy::drain_with_warning &&
-                       st.message.empty()) {
+                   if (options_.on_stall == StallPolicy::drain_with_warning && st.message.empty()) {
                      log().warn("etlc: {}: {}; draining as configured", instance_, msg);
                      begin_stopping(DriverExit::stalled_drained, std::move(msg));
                    } else {

@@ -96,8 +96,8 @@ Driver::Turn Driver::turn(Slot& s) {
       std::lock_guard lk(mu_);
       ++stats_.commits;
       auto [it, fresh] = last_durable_.try_emplace(id, epoch, p);
-      if (!fresh && (it->second.first < epoch || (it->second.first == epoch &&
-                                                  it->second.second.watermark <= p.watermark))) {
+      if (!fresh && (it->second.first < epoch ||
+                     (it->second.first == epoch && it->second.second.watermark <= p.watermark))) {
         it->second = {epoch, p};
       }
     }
@@ -127,9 +127,9 @@ Driver::Turn Driver::turn(Slot& s) {
       // Only for our own next tenancy (or an adopted one): a grant two or more epochs later
       // follows someone else's tenancy or an operator's `etlc seek` (which bumps the epoch), and
       // its progress is the truth even when it is lower than ours.
-      if (auto it = last_durable_.find(id);
-          it != last_durable_.end() && s.grant.epoch <= it->second.first + 1 &&
-          it->second.second.watermark > resume.watermark) {
+      if (auto it = last_durable_.find(id); it != last_durable_.end() &&
+                                            s.grant.epoch <= it->second.first + 1 &&
+                                            it->second.second.watermark > resume.watermark) {
         resume = it->second.second;
       }
     }

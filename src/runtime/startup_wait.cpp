@@ -34,9 +34,9 @@ void join_with_startup_wait(Member& member, std::chrono::milliseconds wait) {
       if (!worth_waiting_for(e)) throw;
       if (waited + backoff > wait) {
         if (attempt == 1) throw;
-        throw StoreError(e.code(),
-                         fmt::format("{} (gave up after {} attempts in {} ms: startup_wait is {} ms)",
-                                     e.what(), attempt, waited.count(), wait.count()));
+        throw StoreError(
+            e.code(), fmt::format("{} (gave up after {} attempts in {} ms: startup_wait is {} ms)",
+                                  e.what(), attempt, waited.count(), wait.count()));
       }
       log().warn("etlc: {}: the store is not reachable yet (attempt {}): {}; retrying in {} ms",
                  member.instance_id(), attempt, e.what(), backoff.count());

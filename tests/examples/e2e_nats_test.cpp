@@ -271,16 +271,16 @@ TEST(FileBackfillNatsE2E, a_member_started_before_its_server_joins_when_it_comes
   ScratchDir d("e2e-nats-late-server");
   const auto in = (d.path() / "in").string();
   const fs::path out = d.path() / "out";
-  ASSERT_EQ(run_to_end({kBin, "generate", "--output", in, "--files", "4", "--total-bytes",
-                        "200000", "--seed", "3"},
+  ASSERT_EQ(run_to_end({kBin, "generate", "--output", in, "--files", "4", "--total-bytes", "200000",
+                        "--seed", "3"},
                        d.path() / "generate.log"),
             0);
   const int port = etlc::testing::pick_free_port();
-  ChildProcess member({kBin, "run", "--input", in, "--output", out.string(), "--store",
-                       "nats://127.0.0.1:" + std::to_string(port), "--job", "late", "--instance",
-                       "early", "--lease-ms", "1500", "--progress", "plain", "--startup-wait-ms",
-                       "60000"},
-                      d.path() / "member.log");
+  ChildProcess member(
+      {kBin, "run", "--input", in, "--output", out.string(), "--store",
+       "nats://127.0.0.1:" + std::to_string(port), "--job", "late", "--instance", "early",
+       "--lease-ms", "1500", "--progress", "plain", "--startup-wait-ms", "60000"},
+      d.path() / "member.log");
   // The member is up and retrying (one warning per attempt) before any server exists.
   const auto until = std::chrono::steady_clock::now() + 30s;
   while (read_text(d.path() / "member.log").find("not reachable yet (attempt 2") ==

@@ -251,8 +251,8 @@ TEST_F(Lifecycle, a_finished_job_tells_the_truth_and_can_be_seeked_reset_and_del
     EXPECT_TRUE(mem["assigned"].is_null()) << mem;
     EXPECT_EQ(mem["held"], 0) << mem;
   }
-  const std::uint64_t term = core::decode_plan(core::kPlanKey, observer->get(core::kPlanKey)->value)
-                                 .term;
+  const std::uint64_t term =
+      core::decode_plan(core::kPlanKey, observer->get(core::kPlanKey)->value).term;
 
   // seek a completed split back: runnable again, and the plan is running again.
   Json sj = run_json({"seek", "s001", "--watermark", "0"});

@@ -14,8 +14,9 @@ namespace {
 using namespace std::chrono_literals;
 
 std::vector<std::string> sketch(const NatsServer& server, std::vector<std::string> env) {
-  std::vector<std::string> argv{"/usr/bin/env", "-u", "POD_NAME", "-u", "ETLC_INSTANCE_ID",
-                                "NATS_URL=" + server.url(), "ETLC_JOB=readme"};
+  std::vector<std::string> argv{
+      "/usr/bin/env",   "-u", "POD_NAME", "-u", "ETLC_INSTANCE_ID", "NATS_URL=" + server.url(),
+      "ETLC_JOB=readme"};
   argv.insert(argv.end(), env.begin(), env.end());
   argv.push_back(README_SKETCH_BIN);
   return argv;
@@ -23,8 +24,8 @@ std::vector<std::string> sketch(const NatsServer& server, std::vector<std::strin
 
 TEST(ReadmeSketch, runs_to_completion_with_pod_name_unset) {
   NatsServer server;
-  ProcessResult r = run_process(sketch(server, {"ETLC_LEASE_MS=3000", "ETLC_OP_TIMEOUT_MS=500"}),
-                                120s);
+  ProcessResult r =
+      run_process(sketch(server, {"ETLC_LEASE_MS=3000", "ETLC_OP_TIMEOUT_MS=500"}), 120s);
   ASSERT_FALSE(r.timed_out) << r.err;
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 

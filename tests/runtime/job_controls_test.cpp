@@ -8,8 +8,7 @@ namespace etlc::testing {
 namespace {
 
 void pause_job(MemoryStore& store, const std::string& reason) {
-  ASSERT_TRUE(store.create(core::kPauseKey, core::encode(core::PauseRecord{reason, "test", 1}))
-                  .ok);
+  ASSERT_TRUE(store.create(core::kPauseKey, core::encode(core::PauseRecord{reason, "test", 1})).ok);
 }
 
 void resume_job(MemoryStore& store) {

@@ -38,12 +38,18 @@ std::string host_name() {
 }
 
 TEST(EnvConfig, every_knob_is_read) {
-  const Env env{{"ETLC_INSTANCE_ID", "m-7"},           {"ETLC_LEASE_MS", "9000"},
-                {"ETLC_MAX_IN_FLIGHT", "3"},           {"ETLC_REBALANCE_DELAY_MS", "0"},
-                {"ETLC_DRAIN_DEADLINE_MS", "4000"},    {"ETLC_OP_TIMEOUT_MS", "1000"},
-                {"ETLC_MAX_ATTEMPTS", "7"},            {"ETLC_REPLAN_INTERVAL_MS", "5000"},
-                {"ETLC_ASSIGNMENT_INTERVAL_MS", "20"}, {"ETLC_BULK_OPS_PER_STEP", "64"},
-                {"ETLC_MAX_PLANNER_FAILURES", "5"},    {"ETLC_STARTUP_WAIT_MS", "1500"}};
+  const Env env{{"ETLC_INSTANCE_ID", "m-7"},
+                {"ETLC_LEASE_MS", "9000"},
+                {"ETLC_MAX_IN_FLIGHT", "3"},
+                {"ETLC_REBALANCE_DELAY_MS", "0"},
+                {"ETLC_DRAIN_DEADLINE_MS", "4000"},
+                {"ETLC_OP_TIMEOUT_MS", "1000"},
+                {"ETLC_MAX_ATTEMPTS", "7"},
+                {"ETLC_REPLAN_INTERVAL_MS", "5000"},
+                {"ETLC_ASSIGNMENT_INTERVAL_MS", "20"},
+                {"ETLC_BULK_OPS_PER_STEP", "64"},
+                {"ETLC_MAX_PLANNER_FAILURES", "5"},
+                {"ETLC_STARTUP_WAIT_MS", "1500"}};
   const CoordinatorConfig c = coordinator_config_from_env({}, lookup_in(env));
   EXPECT_EQ(c.instance_id, "m-7");
   EXPECT_EQ(c.lease_duration.count(), 9000);
@@ -60,19 +66,17 @@ TEST(EnvConfig, every_knob_is_read) {
 }
 
 TEST(EnvConfig, the_instance_id_comes_from_etlc_instance_id_then_pod_name_then_the_host_name) {
-  EXPECT_EQ(coordinator_config_from_env({}, lookup_in({{"ETLC_INSTANCE_ID", "a"},
-                                                       {"POD_NAME", "b"}}))
-                .instance_id,
-            "a");
+  EXPECT_EQ(
+      coordinator_config_from_env({}, lookup_in({{"ETLC_INSTANCE_ID", "a"}, {"POD_NAME", "b"}}))
+          .instance_id,
+      "a");
   EXPECT_EQ(coordinator_config_from_env({}, lookup_in({{"POD_NAME", "b"}})).instance_id, "b");
-  EXPECT_EQ(coordinator_config_from_env({}, lookup_in({{"POD_NAME", ""}})).instance_id,
-            host_name())
+  EXPECT_EQ(coordinator_config_from_env({}, lookup_in({{"POD_NAME", ""}})).instance_id, host_name())
       << "an empty variable counts as unset";
   CoordinatorConfig defaults;
   defaults.instance_id = "from-the-program";
   EXPECT_EQ(coordinator_config_from_env(defaults, lookup_in({})).instance_id, "from-the-program");
-  EXPECT_EQ(coordinator_config_from_env(defaults, lookup_in({{"POD_NAME", "p"}})).instance_id,
-            "p");
+  EXPECT_EQ(coordinator_config_from_env(defaults, lookup_in({{"POD_NAME", "p"}})).instance_id, "p");
 }
 
 TEST(EnvConfig, unset_variables_keep_the_defaults) {
@@ -96,8 +100,8 @@ TEST(EnvConfig, a_broken_rule_names_the_variables_behind_it) {
   const std::string one = error_of({{"ETLC_MAX_IN_FLIGHT", "5000"}});
   EXPECT_NE(one.find("max_in_flight"), std::string::npos) << one;
   EXPECT_NE(one.find("set by ETLC_MAX_IN_FLIGHT=5000"), std::string::npos) << one;
-  const std::string two = error_of({{"ETLC_LEASE_MS", "3000"}, {"ETLC_OP_TIMEOUT_MS", "2000"},
-                                    {"ETLC_MAX_ATTEMPTS", "3"}});
+  const std::string two = error_of(
+      {{"ETLC_LEASE_MS", "3000"}, {"ETLC_OP_TIMEOUT_MS", "2000"}, {"ETLC_MAX_ATTEMPTS", "3"}});
   EXPECT_NE(two.find("ETLC_LEASE_MS=3000"), std::string::npos) << two;
   EXPECT_NE(two.find("ETLC_OP_TIMEOUT_MS=2000"), std::string::npos) << two;
   EXPECT_EQ(two.find("ETLC_MAX_ATTEMPTS"), std::string::npos) << "not involved: " << two;
@@ -136,7 +140,8 @@ TEST(EnvConfig, the_nats_store_options_are_read_like_etlc_reads_them) {
   EXPECT_EQ(c.nats.startup_wait_ms, 900);
   EXPECT_EQ(c.coordinator.startup_wait.count(), 900);
   EXPECT_EQ(c.coordinator.instance_id, "orders-0");
-  EXPECT_EQ(c.summary, "instance orders-0 (POD_NAME), job orders, nats [nats://a:4222, nats://b:4222]");
+  EXPECT_EQ(c.summary,
+            "instance orders-0 (POD_NAME), job orders, nats [nats://a:4222, nats://b:4222]");
   EXPECT_EQ(c.summary.find("pw-secret"), std::string::npos);
 }
 

@@ -38,8 +38,8 @@ void audit(std::string_view job, std::string_view bucket, std::string_view actio
   char when[32];
   std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &utc);
   const std::string line =
-      fmt::format("{} {} job={} bucket={} action={} outcome={}{}{}", when, operator_identity(),
-                  job, bucket, action, outcome, details.empty() ? "" : " ", details);
+      fmt::format("{} {} job={} bucket={} action={} outcome={}{}{}", when, operator_identity(), job,
+                  bucket, action, outcome, details.empty() ? "" : " ", details);
   std::cerr << "etlc: audit: " << line << '\n';
   openlog("etlc", LOG_PID, LOG_USER);
   syslog(LOG_NOTICE, "audit: %s", line.c_str());

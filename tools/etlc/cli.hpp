@@ -75,13 +75,13 @@ int run_watch(const ConnectOptions& c, const WatchArgs& args, bool json);
 
 // The job's lifecycle (lifecycle.cpp). Each writes one audit line (audit.hpp).
 struct LifecycleArgs {
-  std::string reason;               // pause
-  bool force = false;               // delete: even while sessions are live
-  bool yes = false;                 // delete, reset: confirmed
-  std::int64_t wait_ms = 60'000;    // bound on watching sessions to tell live from dead
-  std::string split;                // seek
-  std::uint64_t watermark = 0;      // seek
-  std::string state;                // seek: the opaque progress state (default empty)
+  std::string reason;             // pause
+  bool force = false;             // delete: even while sessions are live
+  bool yes = false;               // delete, reset: confirmed
+  std::int64_t wait_ms = 60'000;  // bound on watching sessions to tell live from dead
+  std::string split;              // seek
+  std::uint64_t watermark = 0;    // seek
+  std::string state;              // seek: the opaque progress state (default empty)
 };
 int run_pause(const ConnectOptions& c, const LifecycleArgs& args, bool json);
 int run_resume(const ConnectOptions& c, bool json);

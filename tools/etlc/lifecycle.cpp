@@ -79,7 +79,8 @@ std::string sessions_text(const SessionCheck& s) {
     out += fmt::format("  silent sessions (no renewal within their lease: gone): {}\n",
                        list_text(s.silent));
   }
-  if (!s.departed.empty()) out += fmt::format("  departed while watched: {}\n", list_text(s.departed));
+  if (!s.departed.empty())
+    out += fmt::format("  departed while watched: {}\n", list_text(s.departed));
   return out;
 }
 
@@ -151,7 +152,11 @@ int run_delete(const ConnectOptions& c, const LifecycleArgs& a, bool json) {
   const SessionCheck s =
       guarded([&] { return j.admin->check_sessions(std::chrono::milliseconds(a.wait_ms)); });
   const bool refused = s.any_live() && !a.force;
-  if (!refused) guarded([&] { j.store->delete_bucket(); return 0; });
+  if (!refused)
+    guarded([&] {
+      j.store->delete_bucket();
+      return 0;
+    });
   const char* outcome = refused ? "refused_live" : "deleted";
   audit(c.job, bucket_of(c), "delete", outcome,
         fmt::format("force={} live={}", a.force, audit_value(list_text(s.live))));

@@ -141,8 +141,9 @@ int main(int argc, char** argv) {
   pause->add_option("--reason", life.reason, "Why, for other operators");
 
   CLI::App* resume = app.add_subcommand(
-      "resume", "Undo pause (and clear a plan whose planner failed): work continues from the "
-                "committed progress");
+      "resume",
+      "Undo pause (and clear a plan whose planner failed): work continues from the "
+      "committed progress");
   add_job(resume);
   add_json(resume);
 

@@ -192,9 +192,8 @@ std::string status_line(const JobStatus& st) {
       "held={} moves={} balance={:.2f} garbage={}",
       st.leader ? safe(st.leader->instance) : "-", st.leader ? st.leader->term : 0,
       st.plan ? to_string(st.plan->verdict) : "-", st.paused ? "yes" : "no",
-      st.plan ? st.plan->planned_splits : 0,
-      st.splits.completed, st.splits.quarantined, st.members.size(), held, st.moves_total,
-      st.balance.max_over_mean, st.garbage_total);
+      st.plan ? st.plan->planned_splits : 0, st.splits.completed, st.splits.quarantined,
+      st.members.size(), held, st.moves_total, st.balance.max_over_mean, st.garbage_total);
 }
 
 std::string splits_text(const SplitListing& l) {

@@ -64,8 +64,8 @@ std::string summary_of(const EnvConfig& c, const std::string& instance_source) {
   }
   const std::string where = !c.nats.bucket.empty() ? fmt::format("bucket {}", c.nats.bucket)
                                                    : fmt::format("job {}", c.nats.job);
-  return fmt::format("instance {} ({}), {}, nats [{}]", c.coordinator.instance_id,
-                     instance_source, where, servers);
+  return fmt::format("instance {} ({}), {}, nats [{}]", c.coordinator.instance_id, instance_source,
+                     where, servers);
 }
 
 }  // namespace
@@ -95,8 +95,8 @@ EnvConfig config_from_env(const EnvConfig& defaults, const EnvLookup& lookup) {
     auto v = lookup(var);
     return v && !v->empty();
   };
-  const std::string source = set("ETLC_INSTANCE_ID") ? "ETLC_INSTANCE_ID"
-                             : set("POD_NAME")       ? "POD_NAME"
+  const std::string source = set("ETLC_INSTANCE_ID")                    ? "ETLC_INSTANCE_ID"
+                             : set("POD_NAME")                          ? "POD_NAME"
                              : defaults.coordinator.instance_id.empty() ? "host name"
                                                                         : "default";
   c.summary = summary_of(c, source);

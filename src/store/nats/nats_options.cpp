@@ -164,8 +164,8 @@ std::string NatsStoreOptions::to_string() const {
   out += fmt::format(
       "}}, connect_timeout_ms={}, op_timeout_ms={}, reconnect_wait_ms={}, "
       "max_reconnect_attempts={}, startup_wait_ms={}, probe_on_open={}",
-      connect_timeout_ms, op_timeout_ms, reconnect_wait_ms, max_reconnect_attempts,
-      startup_wait_ms, probe_on_open);
+      connect_timeout_ms, op_timeout_ms, reconnect_wait_ms, max_reconnect_attempts, startup_wait_ms,
+      probe_on_open);
   if (!connection_name.empty()) out += fmt::format(", connection_name='{}'", connection_name);
   out += "}";
   return out;
