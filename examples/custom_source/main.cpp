@@ -79,17 +79,19 @@ int main(int argc, char** argv) {
     config.instance_id = "member-" + std::to_string(i);
     members.push_back(std::make_unique<etlc::Driver>(config, store, planner, source));
   }
-  std::atomic<bool> all_ok{true};
+  std::vector<etlc::DriverResult> results(members.size());
   std::vector<std::thread> threads;
-  for (auto& m : members)
-    threads.emplace_back([&] {
-      if (!m->run().ok()) all_ok = false;
-    });
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    threads.emplace_back([&, i] { results[i] = members[i]->run(); });
+  }
   for (auto& t : threads) t.join();
 
   std::uint64_t want = 0;
   for (std::uint64_t i = 0; i < kTotal; ++i) want += i * i;
   std::printf("sum of squares: %llu, expected %llu\n", static_cast<unsigned long long>(g_sum),
               static_cast<unsigned long long>(want));
-  return all_ok && g_sum == want ? 0 : 1;
+  for (const etlc::DriverResult& r : results) {
+    if (!r.ok()) return r.exit_code();  // etlc/exit_codes.hpp: 1 fatal, 2 config, 3 stalled
+  }
+  return g_sum == want ? etlc::exit_codes::ok : etlc::exit_codes::fatal;
 }
