@@ -57,10 +57,10 @@ bool parked_for_spec(const SplitRecord& record);
 
 // What an observer grants a peer whose session record says `rec`.
 struct PeerBounds {
-  std::uint32_t lanes = 0;              // the lane budget to balance against (0 if refused)
-  std::chrono::milliseconds lease{0};   // how long its record may stay unchanged
-  bool lanes_refused = false;           // max_in_flight outside 1..kMaxLanes
-  bool lease_clamped = false;           // lease_ms outside [own / 4, own x 4]
+  std::uint32_t lanes = 0;             // the lane budget to balance against (0 if refused)
+  std::chrono::milliseconds lease{0};  // how long its record may stay unchanged
+  bool lanes_refused = false;          // max_in_flight outside 1..kMaxLanes
+  bool lease_clamped = false;          // lease_ms outside [own / 4, own x 4]
 };
 PeerBounds bound_peer(const MemberRecord& rec, std::chrono::milliseconds own_lease);
 

@@ -92,9 +92,8 @@ void Member::heal_plan() {
   }
   next.term = term_;
   const std::string bytes = core::encode(next);
-  WriteResult r = plan_damage_->deleted
-                      ? store_->create(core::kPlanKey, bytes)
-                      : store_->update(core::kPlanKey, bytes, plan_damage_->rev);
+  WriteResult r = plan_damage_->deleted ? store_->create(core::kPlanKey, bytes)
+                                        : store_->update(core::kPlanKey, bytes, plan_damage_->rev);
   if (!r.ok) {
     // Someone wrote it meanwhile: look at what is there now.
     auto cur = store_->get(core::kPlanKey);
@@ -216,7 +215,8 @@ void Member::repair_seeded(const PlannedSplit& s) {
   const auto view = splits_.find(id);
   const bool parked = view != splits_.end() && core::parked_for_spec(view->second.rec);
   const auto damage = split_damage_.find(id);
-  const bool rebuild = view == splits_.end() && damage != split_damage_.end() && !damage->second.last;
+  const bool rebuild =
+      view == splits_.end() && damage != split_damage_.end() && !damage->second.last;
   if (!parked && !rebuild) return;
   const std::string skey = core::spec_key(id);
   const std::string sbytes = core::encode(core::SpecRecord{s.spec});
@@ -227,7 +227,8 @@ void Member::repair_seeded(const PlannedSplit& s) {
       core::decode_spec(skey, cur->value);  // readable: specs are immutable, keep it
     } catch (const core::RecordError&) {
       if (!store_->update(skey, sbytes, cur->revision).ok) return;
-      log().warn("etlc: {}: rewrote the unreadable spec of split '{}' from the plan", instance_, id);
+      log().warn("etlc: {}: rewrote the unreadable spec of split '{}' from the plan", instance_,
+                 id);
       metrics_.record_repaired();
     }
   }

@@ -362,9 +362,11 @@ void Member::finish_seeding() {
   SeedJob job = std::move(*seeding_);
   seeding_.reset();
   if (job.repair) {
-    // What a repair re-plan could not rewrite stays parked: the job's named end state.
+    // A parked split the planner no longer lists stays parked: the job's named end state.
+    std::unordered_set<std::string_view> listed;
+    for (const PlannedSplit& s : job.splits) listed.insert(s.spec.id);
     for (const std::string& id : parked_specs_) {
-      if (unrepairable_.insert(id).second) {
+      if (!listed.count(id) && unrepairable_.insert(id).second) {
         log().error(
             "etlc: {}: split '{}' stays parked: its spec is unusable and the planner no longer "
             "lists it (restore spec.{} and run `etlc requeue {}`)",
@@ -378,6 +380,7 @@ void Member::finish_seeding() {
   next.finality = to_core(job.finality);
   next.cursor = job.cursor;
   next.split_count = next.finality == core::Finality::final ? job.splits.size() : splits_.size();
+  set_tallies(next);  // the header must never carry older tallies than the view (a requeue)
   if (!write_plan(next)) {
     seeding_ = std::move(job);  // retry the header write next step (seeding is idempotent)
     seeding_->next = seeding_->splits.size();
@@ -386,6 +389,22 @@ void Member::finish_seeding() {
   next_plan_at_ = clock_.now() + config_.replan_interval;
   log().info("etlc: {}: plan published: {} splits ({})", instance_, next.split_count,
              core::to_string(next.finality));
+}
+
+// The completed/quarantined tallies of the split view, and the verdict they give.
+void Member::set_tallies(core::PlanRecord& next) {
+  next.completed = completed_count_;
+  next.quarantined = quarantined_count_;
+  // A split parked for its spec that a repair re-plan may still requeue is not a final
+  // quarantine: the job is not stalled until the planner has had its say.
+  std::uint64_t pending = 0;
+  for (const std::string& id : parked_specs_) pending += unrepairable_.count(id) ? 0 : 1;
+  try {
+    next.verdict = core::completion_verdict(next.finality, next.split_count, next.completed,
+                                            next.quarantined - std::min(pending, next.quarantined));
+  } catch (const ConfigError& e) {
+    log().error("etlc: {}: inconsistent tallies, verdict left as it was: {}", instance_, e.what());
+  }
 }
 
 void Member::update_tallies(TimePoint now) {
@@ -398,15 +417,7 @@ void Member::update_tallies(TimePoint now) {
   // tallies can never exceed the count.
   next.split_count = std::max<std::uint64_t>(
       splits_.size(), plan.finality == core::Finality::final ? plan.split_count : 0);
-  next.completed = completed_count_;
-  next.quarantined = quarantined_count_;
-  try {
-    next.verdict =
-        core::completion_verdict(next.finality, next.split_count, next.completed, next.quarantined);
-  } catch (const ConfigError& e) {
-    log().error("etlc: {}: inconsistent tallies, verdict left as it was: {}", instance_, e.what());
-    next.verdict = plan.verdict;
-  }
+  set_tallies(next);
   metrics_.set_job_tallies(next.split_count, next.completed, next.quarantined);
   if (next == plan) return;
   const bool verdict_changed = next.verdict != plan.verdict;

@@ -221,6 +221,7 @@ class Member {
   void seed_slice();
   void finish_seeding();
   void update_tallies(TimePoint now);
+  void set_tallies(core::PlanRecord& next);
   // Leader: true while the split view holds fewer records than the plan counts (see .cpp).
   bool split_view_short(TimePoint now);
   bool write_plan(const core::PlanRecord& next);
