@@ -149,6 +149,22 @@ void purge_key(const std::string& url, const std::string& bucket, const std::str
   if (s != NATS_OK) throw std::runtime_error(std::string("purge: ") + natsStatus_GetText(s));
 }
 
+void raw_put(const std::string& url, const std::string& bucket, const std::string& key,
+             const std::string& value) {
+  Conn c({url});
+  kvStore* kv = nullptr;
+  natsStatus s = js_KeyValue(&kv, c.js, bucket.c_str());
+  std::uint64_t rev = 0;
+  if (s == NATS_OK) {
+    s = kvStore_Put(&rev, kv, key.c_str(), value.data(), static_cast<int>(value.size()));
+  }
+  kvStore_Destroy(kv);
+  if (s != NATS_OK) {
+    throw std::runtime_error(std::string("put: ") + natsStatus_GetText(s) + ": " +
+                             nats_GetLastError(nullptr));
+  }
+}
+
 bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {

@@ -22,11 +22,10 @@ namespace {
 constexpr std::size_t kLiveRevisionCapacity = std::size_t{1} << 17;
 constexpr std::size_t kDeleteMarkerCapacity = std::size_t{1} << 14;
 constexpr std::size_t kMarkerHintCapacity = std::size_t{1} << 14;  // keys
-// The stream's per-message limit counts headers as well as the value; our headers (expected
-// sequence, KV-Operation) are far below this.
-constexpr std::int32_t kHeaderAllowanceBytes = 4096;
-constexpr std::int64_t kBucketMaxValueBytes =
-    static_cast<std::int64_t>(kMaxValueBytes) + kHeaderAllowanceBytes;
+// The stream's per-message limit counts headers as well as the value: kMaxStoredValueBytes
+// (etlc/store.hpp) leaves room for ours (expected sequence, KV-Operation) above kMaxValueBytes,
+// and refuses any message larger than a member reads.
+constexpr std::int64_t kBucketMaxValueBytes = static_cast<std::int64_t>(kMaxStoredValueBytes);
 constexpr auto kSetupRetryPause = std::chrono::milliseconds(50);
 // Consecutive "subjects overlap" answers to our create before we call it a foreign stream.
 constexpr int kMaxSubjectOverlaps = 5;
