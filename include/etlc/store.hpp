@@ -172,9 +172,12 @@ void validate_prefix(std::string_view prefix);
 void validate_value(std::string_view key, std::string_view value);
 
 // Startup probe: proves on `store` that create-if-absent, compare-and-swap and guarded delete are
-// enforced, using scratch keys under `scratch_prefix` (which it cleans up). Throws
+// enforced, on the scratch key `<scratch_prefix>probe` (or, while another prober uses that one, a
+// random key under the prefix), which it deletes again. Give each prober a prefix of its own
+// that survives its restarts (the member uses one per instance id): a store that keeps delete
+// markers then holds at most one per prefix. Returns the key it used. Throws
 // StoreError(incompatible) naming the primitive that was not enforced; lets transport errors
 // (unavailable, unknown_outcome) propagate. Thread-safe as far as the store is.
-void verify_fencing(KvStore& store, std::string_view scratch_prefix);
+std::string verify_fencing(KvStore& store, std::string_view scratch_prefix);
 
 }  // namespace etlc

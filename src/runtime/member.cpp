@@ -130,7 +130,8 @@ TimePoint Member::next_wake(TimePoint now, bool more) {
 
 void Member::join_now() {
   std::lock_guard lk(mu_);
-  verify_fencing(*store_, "etlc-probe.");
+  // One scratch key per instance id, reused by its restarts (docs/store-contract.md).
+  verify_fencing(*store_, fmt::format("etlc-probe.{}.", core::encode_id(instance_)));
   // Refuse a job planned with another fingerprint before touching anything. An unreadable plan
   // says nothing about the job: the leader rewrites it, and the plan watch checks it then.
   if (auto plan = store_->get(core::kPlanKey)) {

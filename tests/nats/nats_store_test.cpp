@@ -53,6 +53,18 @@ TEST(NatsStoreLimits, TheStreamRefusesAnyValueLargerThanAMemberReads) {
   EXPECT_FALSE(store.get("huge").has_value());
 }
 
+// Opening a bucket again and again (every member start) must leave nothing behind: the open-time
+// probe purges its scratch key, and a member's own probe reuses one key per instance id.
+TEST(NatsStoreProbe, RestartsLeaveNoProbeMarkersBehind) {
+  const std::string bucket = unique_bucket();
+  for (int i = 0; i < 4; ++i) {
+    NatsStore store(options_for(bucket));
+    EXPECT_EQ(verify_fencing(store, "etlc-probe.m1."), "etlc-probe.m1.probe");
+  }
+  EXPECT_EQ(subject_count({shared_server().url()}, bucket, "_etlc_probe.>"), 0u);
+  EXPECT_EQ(subject_count({shared_server().url()}, bucket, "etlc-probe.>"), 1u);
+}
+
 std::string incompatibility(NatsStoreOptions o) {
   try {
     NatsStore store(std::move(o));

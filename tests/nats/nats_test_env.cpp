@@ -149,6 +149,23 @@ void purge_key(const std::string& url, const std::string& bucket, const std::str
   if (s != NATS_OK) throw std::runtime_error(std::string("purge: ") + natsStatus_GetText(s));
 }
 
+std::size_t subject_count(const std::vector<std::string>& servers, const std::string& bucket,
+                          const std::string& filter) {
+  Conn c(servers);
+  jsOptions jo;
+  jsOptions_Init(&jo);
+  const std::string subjects = "$KV." + bucket + "." + filter;
+  jo.Stream.Info.SubjectsFilter = subjects.c_str();
+  jsStreamInfo* si = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  natsStatus s = js_GetStreamInfo(&si, c.js, ("KV_" + bucket).c_str(), &jo, &jerr);
+  if (s != NATS_OK) throw std::runtime_error(std::string("stream info: ") + natsStatus_GetText(s));
+  const std::size_t n =
+      si->State.Subjects == nullptr ? 0 : static_cast<std::size_t>(si->State.Subjects->Count);
+  jsStreamInfo_Destroy(si);
+  return n;
+}
+
 void raw_put(const std::string& url, const std::string& bucket, const std::string& key,
              const std::string& value) {
   Conn c({url});

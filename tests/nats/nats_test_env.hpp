@@ -57,6 +57,11 @@ std::optional<StreamSettings> stream_settings(const std::vector<std::string>& se
 void raw_put(const std::string& url, const std::string& bucket, const std::string& key,
              const std::string& value);
 
+// How many subjects of bucket `bucket` matching `$KV.<bucket>.<filter>` hold a message (live
+// values and delete markers alike), as the server's stream info reports them.
+std::size_t subject_count(const std::vector<std::string>& servers, const std::string& bucket,
+                          const std::string& filter);
+
 // Purges `key` with nats.c's kvStore_Purge (a PURGE marker), as an operator tool would.
 void purge_key(const std::string& url, const std::string& bucket, const std::string& key);
 

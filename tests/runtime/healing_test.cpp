@@ -380,7 +380,16 @@ TEST(AssignDamage, the_leader_rewrites_an_unreadable_assignment_and_its_member_k
   const auto held = fleet.node(worker).held();
   for (const BadValue& bad : bad_values()) {
     overwrite(fleet, core::assign_key(worker), bad.bytes);
-    ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }, 5s)) << bad.name;
+    auto readable = [&] {
+      auto e = fleet.mem->get(core::assign_key(worker));
+      try {
+        return e && core::decode_assignment(core::assign_key(worker), e->value).splits.size() ==
+                        held.size();
+      } catch (const core::RecordError&) {
+        return false;
+      }
+    };
+    ASSERT_TRUE(fleet.run_until([&] { return readable() && fleet.converged(); }, 5s)) << bad.name;
     EXPECT_EQ(fleet.node(worker).held(), held) << bad.name;
   }
   EXPECT_EQ(fleet.node(worker).count<RevokeRequested>(), 0u);

@@ -109,6 +109,16 @@ jsOptions Core::request_options() const {
   return jo;
 }
 
+void Core::purge_subject(std::string_view key, std::string_view what) {
+  require_connected(what);
+  const std::string subj = subject(key);
+  jsOptions jo = request_options();
+  jo.Stream.Purge.Subject = subj.c_str();
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  natsStatus s = js_PurgeStream(js_.get(), stream_.c_str(), &jo, &jerr);
+  if (s != NATS_OK) throw_failure(NatsFailure::capture(s, jerr, redactor_), OpKind::write, what);
+}
+
 std::string Core::subject(std::string_view key) const {
   std::string s = subject_prefix_;
   s.append(key);
