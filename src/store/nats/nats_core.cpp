@@ -47,6 +47,24 @@ std::vector<std::string> secrets_of(const NatsStoreOptions& o) {
   return secrets;
 }
 
+// Which credentials a connection presented, naming what is not secret (the user, the file's
+// path) and never a password, a token or the file's content.
+std::string credentials_text(const NatsStoreOptions& o) {
+  if (!o.user.empty()) return fmt::format("user/password (user '{}')", o.user);
+  if (!o.token.empty()) return "token (options.token)";
+  if (!o.credentials_file.empty()) {
+    return fmt::format("credentials_file '{}'", o.credentials_file);
+  }
+  for (const std::string& url : o.servers) {
+    if (auto user = url_user(url)) {
+      return user->second ? fmt::format("user/password in the server URL (user '{}')", user->first)
+                          : "a token in the server URL";
+    }
+  }
+  return "no credentials (none of user/password, token, credentials_file or URL credentials "
+         "was given)";
+}
+
 std::string servers_text(const NatsStoreOptions& o) {
   std::string out;
   for (const auto& s : o.servers) {
@@ -202,15 +220,9 @@ void Core::connect() {
   std::string where = fmt::format("connecting to [{}]", servers_text(options_));
   switch (s) {
     case NATS_CONNECTION_AUTH_FAILED:
-    case NATS_NOT_PERMITTED: {
-      std::string method = !options_.user.empty()               ? "user/password"
-                           : !options_.token.empty()            ? "token"
-                           : !options_.credentials_file.empty() ? "credentials_file"
-                                                                : "no credentials (user/password, "
-                                                                  "token or credentials_file)";
-      throw ConfigError(
-          fmt::format("{}: authentication failed with {}: {}", where, method, f.describe()));
-    }
+    case NATS_NOT_PERMITTED:
+      throw ConfigError(fmt::format("{}: authentication failed with {}: {}", where,
+                                    credentials_text(options_), f.describe()));
     case NATS_SSL_ERROR:
     case NATS_SECURE_CONNECTION_WANTED:
     case NATS_SECURE_CONNECTION_REQUIRED:
