@@ -30,7 +30,11 @@ int main(int argc, char** argv) {
   auto* r = app.add_subcommand("run", "run the job (or this process's member of it)");
   r->add_option("--input", run.input, "directory of *.csv files")->required();
   r->add_option("--output", run.output, "directory for data/ and rejects/")->required();
-  r->add_option("--store", run.store, "memory, or nats://HOST:PORT")->capture_default_str();
+  r->add_option("--store", run.store, "memory, or nats://HOST:PORT (comma-separated: a cluster)")
+      ->capture_default_str();
+  r->add_option("--replicas", run.replicas, "NATS: replicas of the job's bucket if it is created")
+      ->check(CLI::Range(1, 5))
+      ->capture_default_str();
   r->add_option("--job", run.job, "job name (the NATS bucket is derived from it)")
       ->capture_default_str();
   r->add_option("--instance", run.instance,

@@ -99,8 +99,13 @@ std::shared_ptr<etlc::KvStore> open_store(const RunOptions& o) {
   if (o.store == "memory") return std::make_shared<etlc::MemoryStore>();
 #ifdef ETLC_WITH_NATS
   etlc::NatsStoreOptions n;
-  n.servers = {o.store};
+  for (std::size_t at = 0; at <= o.store.size();) {
+    const std::size_t comma = std::min(o.store.find(',', at), o.store.size());
+    if (comma > at) n.servers.push_back(o.store.substr(at, comma - at));
+    at = comma + 1;
+  }
   n.job = o.job;
+  n.replicas = o.replicas;
   n.connect_timeout_ms = 3000;
   n.op_timeout_ms = std::clamp<std::int64_t>(o.lease_ms / 3, 200, 5000);
   // A transient failure at startup (a timeout on a loaded machine, a server still starting) is

@@ -12,7 +12,8 @@ namespace fb {
 struct RunOptions {
   std::filesystem::path input;
   std::filesystem::path output;
-  std::string store = "memory";  // "memory" or "nats://HOST:PORT"
+  std::string store = "memory";  // "memory" or "nats://HOST:PORT" (comma-separated for a cluster)
+  int replicas = 1;              // NATS: replicas of a bucket this run creates (1..5)
   std::string job = "file-backfill";
   std::string
       instance;  // member id (prefix with --members); default: memory "member", NATS host-pid
