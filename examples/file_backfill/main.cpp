@@ -35,8 +35,14 @@ int main(int argc, char** argv) {
   r->add_option("--input", run.input, "directory of *.csv files")->required();
   r->add_option("--output", run.output, "directory for data/ and rejects/")->required();
   r->add_option("--store", run.store,
-                "memory, or nats://HOST:PORT[,nats://...] (default memory; or $NATS_URL)")
+                "memory, or nats://HOST:PORT (comma-separated: a cluster; default memory, or "
+                "$NATS_URL)")
       ->envname("NATS_URL");
+  r->add_option("--replicas", run.replicas,
+                "NATS: replicas of the job's bucket if it is created (or $ETLC_NATS_REPLICAS)")
+      ->envname("ETLC_NATS_REPLICAS")
+      ->check(CLI::Range(1, 5))
+      ->capture_default_str();
   r->add_option("--job", run.job, "job name (the NATS bucket is derived from it)")
       ->capture_default_str();
   r->add_option("--instance", run.instance,
@@ -64,9 +70,6 @@ int main(int argc, char** argv) {
   // NATS connection options and variables, the same as the etlc tool's.
   r->add_option("--bucket", run.bucket, "explicit NATS bucket (or $ETLC_BUCKET)")
       ->envname("ETLC_BUCKET");
-  r->add_option("--replicas", run.replicas, "replicas of a new bucket (or $ETLC_NATS_REPLICAS)")
-      ->envname("ETLC_NATS_REPLICAS")
-      ->check(CLI::IsMember({1, 3, 5}));
   r->add_option("--user", run.user, "NATS user, with --password (or $ETLC_NATS_USER)")
       ->envname("ETLC_NATS_USER");
   r->add_option("--password", run.password, "NATS password (or $ETLC_NATS_PASSWORD)")

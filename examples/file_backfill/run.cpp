@@ -102,10 +102,10 @@ std::shared_ptr<etlc::KvStore> open_store(const RunOptions& o) {
   if (o.store == "memory") return std::make_shared<etlc::MemoryStore>();
 #ifdef ETLC_WITH_NATS
   etlc::NatsStoreOptions n;
-  for (std::size_t start = 0; start <= o.store.size();) {  // "url[,url...]"
-    const std::size_t comma = std::min(o.store.find(',', start), o.store.size());
-    n.servers.push_back(o.store.substr(start, comma - start));
-    start = comma + 1;
+  for (std::size_t at = 0; at <= o.store.size();) {  // "url[,url...]"
+    const std::size_t comma = std::min(o.store.find(',', at), o.store.size());
+    if (comma > at) n.servers.push_back(o.store.substr(at, comma - at));
+    at = comma + 1;
   }
   n.job = o.job;
   n.bucket = o.bucket;

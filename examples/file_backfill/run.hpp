@@ -12,7 +12,8 @@ namespace fb {
 struct RunOptions {
   std::filesystem::path input;
   std::filesystem::path output;
-  std::string store = "memory";  // "memory" or "nats://HOST:PORT[,nats://...]"
+  std::string store = "memory";  // "memory" or "nats://HOST:PORT" (comma-separated for a cluster)
+  int replicas = 1;              // NATS: replicas of a bucket this run creates (1..5)
   std::string job = "file-backfill";
   std::string
       instance;  // member id (prefix with --members); default: memory "member", NATS host-pid
@@ -31,7 +32,6 @@ struct RunOptions {
   int metrics_port = -1;
   // NATS connection, as the etlc tool takes it (flags, or the ETLC_NATS_* environment).
   std::string bucket;
-  int replicas = 1;
   std::string user;
   std::string password;
   std::string token;

@@ -34,7 +34,8 @@
 // an equal record: an invalid id, a non-UTF-8 text field, an oversized opaque field or unsorted
 // assignment splits throw ConfigError naming the record and field; output over kMaxValueBytes
 // throws RecordError(too_large). Decoders throw only RecordError (and std::bad_alloc); inputs
-// over kMaxValueBytes are too_large and nesting deeper than 8 is malformed, before parsing.
+// over kMaxStoredValueBytes (more than any store holds) are too_large and nesting deeper than 8
+// is malformed, before parsing.
 // All functions are pure and thread-safe.
 #pragma once
 

@@ -8,12 +8,17 @@
 
 #include <csignal>
 #include <filesystem>
+#include <functional>
+#include <memory>
+
+#include <fmt/format.h>
 
 #include "core/keys.hpp"
 #include "core/records.hpp"
 #include "etlc/nats_store.hpp"
 #include "examples/child_process.hpp"
 #include "examples/temp_dir.hpp"
+#include "nats/nats_test_env.hpp"
 #include "support/nats_server.hpp"
 
 namespace fb::testing {
@@ -137,6 +142,113 @@ TEST(FileBackfillNatsE2E, three_processes_one_killed_one_paused_past_its_lease_v
   }
   EXPECT_GT(moved, 0u) << "no split changed hands although a member was killed";
   EXPECT_EQ(all.garbage_total, 0u);
+}
+
+// Three file-backfill processes on `store_url` (one server, or a cluster's comma-separated URLs
+// with an R3 bucket); once all joined and each took splits, `disturb` runs. Every process must
+// exit 0 and verify must pass. `diagnostics` adds the servers' state to failure messages.
+void three_processes_survive(const std::string& store_url, int replicas, const std::string& job,
+                             const std::function<void()>& disturb,
+                             const std::function<std::string()>& diagnostics) {
+  ScratchDir d("e2e-nats-chaos");
+  const auto in = (d.path() / "in").string();
+  const fs::path out = d.path() / "out";
+  ASSERT_EQ(run_to_end({kBin, "generate", "--output", in, "--files", "12", "--total-bytes",
+                        "2400000", "--seed", "11"},
+                       d.path() / "generate.log"),
+            0);
+  auto args = [&](const std::string& id) {
+    return std::vector<std::string>{kBin,
+                                    "run",
+                                    "--input",
+                                    in,
+                                    "--output",
+                                    out.string(),
+                                    "--store",
+                                    store_url,
+                                    "--replicas",
+                                    std::to_string(replicas),
+                                    "--job",
+                                    job,
+                                    "--instance",
+                                    id,
+                                    "--max-in-flight",
+                                    "2",
+                                    "--split-bytes",
+                                    "150000",
+                                    "--lease-ms",
+                                    "2000",
+                                    "--rebalance-delay-ms",
+                                    "500",
+                                    "--commit-interval-ms",
+                                    "100",
+                                    "--throttle-bytes-per-s",
+                                    "250000",
+                                    "--progress",
+                                    "plain"};
+  };
+  std::vector<std::unique_ptr<ChildProcess>> procs;
+  for (const char* id : {"p0", "p1", "p2"}) {
+    procs.push_back(
+        std::make_unique<ChildProcess>(args(id), d.path() / (std::string(id) + ".log")));
+  }
+  auto logs = [&] {
+    std::string text;
+    for (const char* id : {"p0", "p1", "p2"}) {
+      text += fmt::format("--- {} ---\n{}", id, read_text(d.path() / (std::string(id) + ".log")));
+    }
+    return text + "\n" + diagnostics();
+  };
+  auto joined = [&](const char* id) {
+    return read_text(d.path() / (std::string(id) + ".log")).find(" member on nats://") !=
+           std::string::npos;
+  };
+  const auto until = std::chrono::steady_clock::now() + 60s;
+  while ((data_files(out) < 6 || !joined("p0") || !joined("p1") || !joined("p2")) &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_TRUE(joined("p0") && joined("p1") && joined("p2")) << logs();
+  ASSERT_FALSE(procs[0]->wait_for(0ms).has_value()) << "finished too early\n" << logs();
+  disturb();
+  for (auto& p : procs) {
+    auto rc = p->wait_for(180s);
+    ASSERT_TRUE(rc.has_value()) << logs();
+    EXPECT_EQ(*rc, 0) << logs();
+  }
+  ASSERT_EQ(run_to_end({kBin, "verify", "--input", in, "--output", out.string()},
+                       d.path() / "verify.log"),
+            0)
+      << read_text(d.path() / "verify.log") << logs();
+  EXPECT_NE(read_text(d.path() / "verify.log").find("missing 0"), std::string::npos);
+}
+
+TEST(FileBackfillNatsE2E, a_server_restart_mid_job_verify_passes) {
+  etlc::testing::NatsServer server;
+  three_processes_survive(
+      server.url(), 1, "restart", [&] { server.restart(); }, [&] { return server.diagnostics(); });
+}
+
+TEST(FileBackfillNatsE2E, a_3_node_cluster_with_the_stream_leader_killed_mid_job_verify_passes) {
+  etlc::testing::NatsCluster cluster(3);
+  std::string urls;
+  for (const auto& u : cluster.urls()) urls += (urls.empty() ? "" : ",") + u;
+  auto diagnostics = [&] {
+    std::string text;
+    for (std::size_t i = 0; i < cluster.size(); ++i) text += cluster.node(i).diagnostics(1500);
+    return text;
+  };
+  three_processes_survive(
+      urls, 3, "cluster",
+      [&] {
+        auto leader = etlc::testing::stream_leader(
+            cluster.urls(), etlc::NatsStoreOptions::bucket_for_job("cluster"));
+        ASSERT_TRUE(leader.has_value()) << diagnostics();
+        auto idx = cluster.index_of(*leader);
+        ASSERT_TRUE(idx.has_value()) << *leader;
+        cluster.node(*idx).kill(SIGKILL);
+      },
+      diagnostics);
 }
 
 TEST(FileBackfillNatsE2E, a_late_member_exits_0_and_one_on_different_input_is_refused) {

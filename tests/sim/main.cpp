@@ -3,10 +3,10 @@
 //   etlc-sim --seeds N --from S --scenario NAME [--faults 'name=value,...'] [--trace]
 //            [--stop-on-failure] [--time-limit SECONDS] [--progress N] [--per-run]
 //
-// Scenarios: calm crash pause store watch stale leader skew open poison chaos (and `all`, which
-// picks one per seed; `zombie` is the pause-heavy mix of the checker-must-fail test). Each run
-// prints nothing unless it fails; a failure prints the invariant, the replay command and the
-// last trace events. At the end: runs, failures, runs per second and the virtual-to-real time
+// Scenarios: calm crash pause store watch stale leader skew open poison chaos operator lone (and
+// `all`, which picks one per seed; `zombie` is the pause-heavy mix of the checker-must-fail test).
+// Each run prints nothing unless it fails; a failure prints the invariant, the replay command and
+// the last trace events. At the end: runs, failures, runs per second and the virtual-to-real time
 // ratio. Exit status 1 if any run failed, 2 on bad arguments.
 #include <fmt/format.h>
 
@@ -146,6 +146,10 @@ int main(int argc, char** argv) {
     htotal.duplicates += r.history.duplicates;
     htotal.emitted += r.history.emitted;
     htotal.stale_misreports += r.history.stale_misreports;
+    htotal.operator_writes += r.history.operator_writes;
+    htotal.rebuilds += r.history.rebuilds;
+    htotal.parked += r.history.parked;
+    htotal.requeued += r.history.requeued;
     if (args.trace) {
       for (const auto& rec : r.full) std::printf("%s\n", Trace::format(rec, r.actors).c_str());
       std::printf("trace hash %016llx, %llu events\n",
@@ -214,6 +218,10 @@ int main(int argc, char** argv) {
       htotal.quarantines, htotal.expiries, htotal.claims_without_lease, total.stale_grants,
       total.stale_anomalies, htotal.stale_misreports, htotal.duplicates, htotal.emitted,
       total.fatal);
+  fmt::print(
+      "operator: {} records damaged, {} split records rebuilt, {} splits parked for their spec, "
+      "{} requeued\n",
+      htotal.operator_writes, htotal.rebuilds, htotal.parked, htotal.requeued);
   std::fflush(stdout);
   if (!failed.empty()) {
     std::string list;
