@@ -334,6 +334,22 @@ struct SeekResult {
   std::string detail;
 };
 
+enum class RepairOutcome : std::uint8_t {
+  rebuilt,   // the record was unreadable or missing and is rebuilt from the split's spec
+  readable,  // nothing to repair: the record decodes
+  held,      // refused: a live member holds the split (see `holder`)
+  no_spec,   // refused: the spec is missing or unreadable too (`detail` says which)
+  conflict,  // the record kept changing; nothing written, try again
+};
+std::string_view to_string(RepairOutcome o) noexcept;
+struct RepairResult {
+  std::string split;
+  RepairOutcome outcome = RepairOutcome::rebuilt;
+  std::uint64_t epoch_after = 0;  // rebuilt: the new epoch (above every earlier tenancy's)
+  std::string holder;
+  std::string detail;
+};
+
 class JobAdmin {
  public:
   explicit JobAdmin(KvStore& store, const Clock& clock = SystemClock::instance());
@@ -378,6 +394,14 @@ class JobAdmin {
   // Sets a split's progress (see the top of this file). `progress.state` at most
   // kMaxProgressStateBytes. Blocks up to max_wait when a lease names the split (to tell a live
   // holder from a dead one).
+  // Rebuilds an unreadable or missing split record from its spec: runnable, no progress (the
+  // split replays from its start), at an epoch above every earlier tenancy's
+  // (core/repair_rules.hpp). Refused while a live member holds the split (blocks up to max_wait
+  // to tell, like seek) and when the spec cannot be read either. A live leader rebuilds damaged
+  // records by itself; this is for a job no member runs, or one that cannot wait.
+  RepairResult repair(std::string_view split_id,
+                      std::chrono::milliseconds max_wait = std::chrono::seconds(60));
+
   SeekResult seek(std::string_view split_id, const SplitProgress& progress,
                   std::chrono::milliseconds max_wait = std::chrono::seconds(60));
 

@@ -110,4 +110,20 @@ std::string_view to_string(SeekOutcome o) noexcept {
   return "unknown";
 }
 
+std::string_view to_string(RepairOutcome o) noexcept {
+  switch (o) {
+    case RepairOutcome::rebuilt:
+      return "rebuilt";
+    case RepairOutcome::readable:
+      return "readable";
+    case RepairOutcome::held:
+      return "held";
+    case RepairOutcome::no_spec:
+      return "no_spec";
+    case RepairOutcome::conflict:
+      return "conflict";
+  }
+  return "unknown";
+}
+
 }  // namespace etlc

@@ -55,9 +55,14 @@ struct SnapshotParts {
   bool assigns = false;  // assign.*
   bool cordons = false;  // cordon.*
   bool splits = false;   // split.*
+  bool specs = false;    // spec.* (decoded only to report the unreadable ones)
+  // Every key of the bucket in one listing, reporting those outside the job's layout as garbage
+  // (the parts above are taken from that one listing).
+  bool everything = false;
 };
 
-// Lists the requested prefixes (one list() each). Throws StoreError only.
+// Lists the requested prefixes (one list() each, or one of the whole bucket with `everything`).
+// Throws StoreError only.
 JobSnapshot read_snapshot(KvStore& store, const SnapshotParts& parts);
 
 // Public mirrors of the core enums.

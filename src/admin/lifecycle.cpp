@@ -8,6 +8,7 @@
 #include "admin/job_snapshot.hpp"
 #include "core/keys.hpp"
 #include "core/records.hpp"
+#include "core/repair_rules.hpp"
 #include "etlc/admin.hpp"
 
 namespace etlc {
@@ -317,6 +318,106 @@ void JobAdmin::reopen_plan() {
     if (plan.completed > 0) --plan.completed;
     if (store_.update(core::kPlanKey, core::encode(plan), cur->revision).ok) return;
   }
+}
+
+namespace {
+
+// The live member whose lease names the split, or nullopt (no lease, or its owner is gone).
+std::optional<std::string> live_holder(KvStore& store, std::string_view split_id,
+                                       milliseconds max_wait) {
+  const std::string lkey = core::lease_key(split_id);
+  std::optional<Entry> lease = store.get(lkey);
+  if (!lease) return std::nullopt;
+  std::string owner;
+  try {
+    owner = core::decode_lease(lkey, lease->value).owner;
+  } catch (const core::RecordError&) {
+    return std::nullopt;  // an unreadable lease names no session (the next claimer removes it)
+  }
+  if (!watch_sessions(store, owner, max_wait).any_live()) return std::nullopt;
+  return owner;
+}
+
+// The highest term the job's leader and plan records show (0 if neither reads).
+std::uint64_t job_term(KvStore& store) {
+  admin::SnapshotParts parts;
+  parts.job = true;
+  const admin::JobSnapshot snap = admin::read_snapshot(store, parts);
+  return std::max(snap.plan ? snap.plan->term : 0, snap.leader ? snap.leader->term : 0);
+}
+
+}  // namespace
+
+RepairResult JobAdmin::repair(std::string_view split_id, milliseconds max_wait) {
+  core::validate_id(split_id, "split id");
+  RepairResult res;
+  res.split = std::string(split_id);
+  const std::string key = core::split_key(split_id);
+  const std::string skey = core::spec_key(split_id);
+  for (int attempt = 0; attempt < kCasAttempts; ++attempt) {
+    std::optional<Entry> cur = store_.get(key);
+    if (cur) {
+      try {
+        core::decode_split(key, cur->value);
+        res.outcome = RepairOutcome::readable;
+        res.detail = "the record decodes: nothing to repair";
+        return res;
+      } catch (const core::RecordError& e) {
+        res.detail = e.what();
+      }
+    } else {
+      res.detail = "the record is missing";
+    }
+    if (auto holder = live_holder(store_, split_id, max_wait)) {
+      res.outcome = RepairOutcome::held;
+      res.holder = *holder;
+      res.detail =
+          fmt::format("held by {} (its session is live): its leader repairs the record", *holder);
+      return res;
+    }
+    std::optional<Entry> spec = store_.get(skey);
+    if (!spec) {
+      res.outcome = RepairOutcome::no_spec;
+      res.detail = fmt::format(
+          "{} is missing too: only the planner knows the split (a member "
+          "re-plans when it leads)",
+          skey);
+      return res;
+    }
+    SplitSpec split_spec;
+    try {
+      split_spec = core::decode_spec(skey, spec->value).spec;
+    } catch (const core::RecordError& e) {
+      res.outcome = RepairOutcome::no_spec;
+      res.detail = fmt::format("{} is unreadable too ({})", skey, e.what());
+      return res;
+    }
+    std::uint64_t lease_epoch = 0;
+    if (auto lease = store_.get(core::lease_key(split_id))) {
+      try {
+        lease_epoch = core::decode_lease(core::lease_key(split_id), lease->value).epoch;
+      } catch (const core::RecordError&) {
+      }
+    }
+    const core::SplitRecord rebuilt =
+        core::rebuild_from_spec(split_spec, core::rebuilt_epoch(0, lease_epoch, job_term(store_)));
+    const std::string bytes = core::encode(rebuilt);
+    bool done = false;
+    try {
+      done = cur ? store_.update(key, bytes, cur->revision).ok : store_.create(key, bytes).ok;
+    } catch (const StoreError& e) {
+      if (e.code() != StoreErrc::unknown_outcome) throw;
+      auto again = store_.get(key);
+      done = again && again->value == bytes;
+    }
+    if (!done) continue;
+    res.outcome = RepairOutcome::rebuilt;
+    res.epoch_after = rebuilt.epoch;
+    return res;
+  }
+  res.outcome = RepairOutcome::conflict;
+  res.detail = "the split record kept changing; nothing was written";
+  return res;
 }
 
 }  // namespace etlc

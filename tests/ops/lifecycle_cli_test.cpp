@@ -112,7 +112,8 @@ class Lifecycle : public ::testing::Test {
     std::vector<std::string> argv{ETLC_CLI_PATH};
     argv.insert(argv.end(), args.begin(), args.end());
     for (const char* a : {"--nats", url.c_str(), "--job", job.c_str()}) argv.emplace_back(a);
-    if (args.front() == "delete" || args.front() == "reset" || args.front() == "seek") {
+    if (args.front() == "delete" || args.front() == "reset" || args.front() == "seek" ||
+        args.front() == "repair") {
       argv.emplace_back("--wait-ms");  // the members' lease is 1.5 s
       argv.emplace_back("5000");
     }
@@ -287,6 +288,39 @@ TEST_F(Lifecycle, a_finished_job_tells_the_truth_and_can_be_seeked_reset_and_del
   EXPECT_EQ(dj["outcome"], "deleted");
   ProcessResult gone = run({"status"});
   EXPECT_EQ(gone.exit_code, 1) << gone.out << gone.err;
+}
+
+// A finished job whose split record and spec an outsider damaged: `etlc status` names both keys
+// (spec records included) and a stray key outside the layout; `etlc repair` rebuilds the split
+// record from its spec and refuses one whose spec is unreadable too.
+TEST_F(Lifecycle, status_lists_unreadable_specs_and_repair_rebuilds_a_split_record) {
+  run_to_completion({"f1", "f2"}, 4, stores());
+  open_observer();
+  auto garble = [&](const std::string& key) {
+    auto cur = observer->get(key);
+    ASSERT_TRUE(cur.has_value()) << key;
+    ASSERT_TRUE(observer->update(key, R"({"v":2})", cur->revision).ok) << key;
+  };
+  garble(core::split_key("s000"));
+  garble(core::split_key("s001"));
+  garble(core::spec_key("s001"));
+  ASSERT_TRUE(observer->create("stray.key", "x").ok);
+  Json st = run_json({"status"});
+  std::vector<std::string> keys;
+  for (const Json& g : st["garbage"]) keys.push_back(g["key"]);
+  EXPECT_EQ(keys, (std::vector<std::string>{"spec.s001", "split.s000", "split.s001", "stray.key"}))
+      << st.dump();
+
+  ProcessResult r = run({"repair", "s000"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(has_audit(r, "repair", "rebuilt")) << r.err;
+  ASSERT_TRUE(split("s000").has_value());
+  EXPECT_EQ(split("s000")->status, core::SplitStatus::runnable);
+  EXPECT_EQ(split("s000")->progress.watermark, 0u);
+  Json refused = run_json({"repair", "s001"}, 4);
+  EXPECT_EQ(refused["outcome"], "no_spec") << refused.dump();
+  EXPECT_NE(refused["detail"].get<std::string>().find("spec.s001"), std::string::npos);
+  EXPECT_EQ(run_json({"repair", "s002"})["outcome"], "readable");
 }
 
 // The status view's words for records no live fleet produces on demand: a job with members but

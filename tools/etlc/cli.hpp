@@ -88,5 +88,6 @@ int run_resume(const ConnectOptions& c, bool json);
 int run_delete(const ConnectOptions& c, const LifecycleArgs& args, bool json);
 int run_reset(const ConnectOptions& c, const LifecycleArgs& args, bool json);
 int run_seek(const ConnectOptions& c, const LifecycleArgs& args, bool json);
+int run_repair(const ConnectOptions& c, const LifecycleArgs& args, bool json);
 
 }  // namespace etlc::cli

@@ -1,6 +1,6 @@
-// The lifecycle commands: pause, resume, delete, reset, seek (docs/operations.md). Each refuses
-// what the protocol cannot do safely (exit 4, nothing written), writes one audit line, and prints
-// text or one JSON document (etlc.pause.v1, etlc.resume.v1, etlc.delete.v1, etlc.reset.v1,
+// The lifecycle commands: pause, resume, delete, reset, seek, repair (docs/operations.md). Each
+// refuses what the protocol cannot do safely (exit 4, nothing written), writes one audit line, and
+// prints text or one JSON document (etlc.pause.v1, etlc.resume.v1, etlc.delete.v1, etlc.reset.v1,
 // etlc.seek.v1).
 #include <fmt/format.h>
 
@@ -240,6 +240,33 @@ int run_seek(const ConnectOptions& c, const LifecycleArgs& a, bool json) {
                              safe_text(r.detail));
   }
   return r.outcome == SeekOutcome::moved ? kExitOk : kExitRefused;
+}
+
+int run_repair(const ConnectOptions& c, const LifecycleArgs& a, bool json) {
+  Job j = open_job(c);
+  const RepairResult r =
+      guarded([&] { return j.admin->repair(a.split, std::chrono::milliseconds(a.wait_ms)); });
+  audit(c.job, bucket_of(c), "repair", to_string(r.outcome),
+        fmt::format("split={} epoch={}", audit_value(a.split), r.epoch_after));
+  if (json) {
+    print_json(Json{{"schema", "etlc.repair.v1"},
+                    {"job", c.job},
+                    {"split", r.split},
+                    {"outcome", to_string(r.outcome)},
+                    {"epoch_after", r.epoch_after},
+                    {"holder", r.holder.empty() ? Json(nullptr) : Json(r.holder)},
+                    {"detail", r.detail}});
+  } else if (r.outcome == RepairOutcome::rebuilt) {
+    std::cout << fmt::format(
+        "rebuilt {} from its spec at epoch {} ({}); it replays from its start\n",
+        safe_text(r.split), r.epoch_after, safe_text(r.detail));
+  } else {
+    std::cout << fmt::format("{} {}: {}: {}\n",
+                             r.outcome == RepairOutcome::readable ? "nothing to do for" : "refused",
+                             safe_text(r.split), to_string(r.outcome), safe_text(r.detail));
+  }
+  return r.outcome == RepairOutcome::rebuilt || r.outcome == RepairOutcome::readable ? kExitOk
+                                                                                     : kExitRefused;
 }
 
 }  // namespace etlc::cli

@@ -15,9 +15,9 @@ constexpr const char* kFooter =
 (or refused the connection); 4 refused (a requeue of a split that is not quarantined, a record
 that kept changing, delete/reset while members are live, seek of a split a live member holds);
 5 unexpected failure.
-Lifecycle commands (pause, resume, delete, reset, seek) write an audit line to stderr and syslog.
+Lifecycle commands (pause, resume, delete, reset, seek, repair) write an audit line to stderr and syslog.
 --json output shapes (schema etlc.status.v1, etlc.splits.v1, etlc.requeue.v1, etlc.cordon.v1,
-etlc.pause.v1, etlc.resume.v1, etlc.delete.v1, etlc.reset.v1, etlc.seek.v1) are described in
+etlc.pause.v1, etlc.resume.v1, etlc.delete.v1, etlc.reset.v1, etlc.seek.v1, etlc.repair.v1) are described in
 docs/operations.md. Connection options also come from the environment (NATS_URL, ETLC_JOB,
 ETLC_BUCKET, ETLC_NATS_*), the same variables a member's etlc::config_from_env reads.)";
 
@@ -172,6 +172,15 @@ int main(int argc, char** argv) {
   seek->add_option("--state", life.state,
                    "The new opaque progress state (default empty: what a fresh split has)");
 
+  CLI::App* repair = app.add_subcommand(
+      "repair",
+      "Rebuild an unreadable or missing split record from its spec (replays the split; "
+      "refused while a live member holds it)");
+  add_job(repair);
+  add_json(repair);
+  add_wait(repair);
+  repair->add_option("split", life.split, "Split id")->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -196,6 +205,7 @@ int main(int argc, char** argv) {
     if (del->parsed()) return run_delete(c, life, json);
     if (reset->parsed()) return run_reset(c, life, json);
     if (seek->parsed()) return run_seek(c, life, json);
+    if (repair->parsed()) return run_repair(c, life, json);
   } catch (const CliError& e) {
     std::cerr << "etlc: " << e.what() << '\n';
     return e.code();
