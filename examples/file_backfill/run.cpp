@@ -126,7 +126,7 @@ std::shared_ptr<etlc::KvStore> open_store(const RunOptions& o) {
   try {
     return etlc::NatsStore::open(n);
   } catch (const std::exception& e) {
-    throw UserError("cannot use the store at " + o.store + ": " + e.what());
+    throw UserError("cannot use the store at " + etlc::redact_urls(o.store) + ": " + e.what());
   }
 #else
   throw UserError("this build has no NATS support (configure with ETLC_WITH_NATS=ON)");
@@ -154,6 +154,15 @@ std::atomic<int>& stop_signal() {
   return sig;
 }
 
+// The store as banners and errors show it: URL credentials never appear (they are secrets).
+std::string shown_store(const std::string& store) {
+#ifdef ETLC_WITH_NATS
+  return store == "memory" ? "the memory store" : etlc::redact_urls(store);
+#else
+  return store;
+#endif
+}
+
 int run_job(const RunOptions& o, RunTotals* totals) {
   const bool nats = o.store != "memory";
   const bool live = o.progress == "live" || (o.progress == "auto" && isatty(STDOUT_FILENO) == 1);
@@ -163,7 +172,7 @@ int run_job(const RunOptions& o, RunTotals* totals) {
   try {
     if (nats && o.store.rfind("nats://", 0) != 0 && o.store.rfind("tls://", 0) != 0) {
       throw UserError("--store must be 'memory' or nats://HOST:PORT (or $NATS_URL), not '" +
-                      o.store + "'");
+                      shown_store(o.store) + "'");
     }
     if (o.members == 0 || o.members > 64) throw UserError("--members must be 1..64");
     if (nats && o.members != 1) {
@@ -262,7 +271,7 @@ int run_job(const RunOptions& o, RunTotals* totals) {
                   listing.files.size(),
                   human_bytes(static_cast<double>(listing.total_bytes)).c_str(),
                   static_cast<unsigned long long>(total_splits), o.members,
-                  o.members == 1 ? "" : "s", nats ? o.store.c_str() : "the memory store");
+                  o.members == 1 ? "" : "s", shown_store(o.store).c_str());
       if (metrics_server)
         std::printf("file-backfill: metrics on %s/metrics\n", metrics_server->url().c_str());
       std::fflush(stdout);

@@ -169,6 +169,10 @@ struct NatsStoreOptions {
   static std::string bucket_for_job(std::string_view job);
 };
 
+// `urls` (one server URL, or several separated by commas) with the credentials of every URL
+// ("user:password@", "token@") replaced by "***", for banners and messages.
+std::string redact_urls(std::string_view urls);
+
 // Counters for monitoring and tests. Monotonic over the store's life.
 struct NatsStoreStats {
   std::uint64_t disconnects = 0;

@@ -171,4 +171,15 @@ std::string NatsStoreOptions::to_string() const {
   return out;
 }
 
+std::string redact_urls(std::string_view urls) {
+  std::string out;
+  for (std::size_t at = 0; at <= urls.size();) {
+    const std::size_t comma = std::min(urls.find(',', at), urls.size());
+    if (at > 0) out += ',';
+    out += nats_detail::redact_url(urls.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return out;
+}
+
 }  // namespace etlc
