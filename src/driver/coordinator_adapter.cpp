@@ -50,6 +50,9 @@ void CoordinatorAdapter::abandon() {
 std::string CoordinatorAdapter::instance_id() const {
   return coordinator_->instance_id();
 }
+bool CoordinatorAdapter::session_live(std::uint64_t session) const {
+  return coordinator_->session_live(session);
+}
 
 void DriverOptions::validate() const {
   using std::chrono::milliseconds;
@@ -85,6 +88,18 @@ std::string_view to_string(DriverExit exit) noexcept {
       return "fatal";
     case DriverExit::aborted:
       return "aborted";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(FenceStatus status) noexcept {
+  switch (status) {
+    case FenceStatus::open:
+      return "open";
+    case FenceStatus::refused:
+      return "refused";
+    case FenceStatus::retryable:
+      return "retryable";
   }
   return "unknown";
 }

@@ -48,6 +48,7 @@
 #include "runtime/lease_table.hpp"
 #include "runtime/member_metrics.hpp"
 #include "runtime/plan_runner.hpp"
+#include "runtime/session_deadline.hpp"
 
 namespace etlc::runtime {
 
@@ -125,6 +126,10 @@ class Member {
   const std::string& instance_id() const { return instance_; }
   TimePoint clock_now() const { return clock_.now(); }
   std::string nonce() const;
+  // Session `session` (SplitGranted::session) is provably live by this member's clock (see
+  // SessionDeadline); lock-free. session_live_until: until when (min() if not live).
+  bool session_live(std::uint64_t session) const { return live_.live(session, clock_.now()); }
+  TimePoint session_live_until(std::uint64_t session) const { return live_.until(session); }
   bool is_leader() const;
   bool stopped() const;
   std::vector<std::string> held_ids() const;
@@ -251,6 +256,7 @@ class Member {
   Revision session_rev_ = 0;
   core::MemberRecord session_rec_;
   TimePoint last_renew_sent_ok_{};
+  SessionDeadline live_;  // thread-safe on its own: read by user threads
   TimePoint next_renew_{};
   TimePoint retry_at_{};  // backoff after a store failure of the loop
 

@@ -72,6 +72,7 @@ void Member::open_session(TimePoint now) {
   session_rev_ = r.revision;
   session_open_ = true;
   last_renew_sent_ok_ = now;
+  live_.begin(now + config_.lease_duration - config_.op_timeout);
   next_renew_ = now + config_.lease_duration / 3;
   log().info("etlc: {}: session open (nonce {})", instance_, nonce_);
 }
@@ -95,6 +96,7 @@ void Member::renew_session(TimePoint now) {
     session_rec_ = next;
     session_rev_ = r.revision;
     last_renew_sent_ok_ = now;
+    live_.extend(now + config_.lease_duration - config_.op_timeout);
     next_renew_ = now + config_.lease_duration / 3;
     return;
   }
@@ -146,6 +148,7 @@ void Member::check_starvation(TimePoint now) {
 // and arranges a rejoin under a new nonce. Our leases become "stale own leases" that the next
 // session reclaims.
 void Member::lose_all(LossReason reason) {
+  live_.lapse();  // first: lanes checking their session stop writing before anything else
   std::vector<std::shared_ptr<Held>> all;
   {
     std::lock_guard lk(shared_mu_);
