@@ -22,10 +22,22 @@ const std::string kBin = PG_BACKFILL_BIN;
 
 std::vector<std::string> run_args(const PgServer& src, const PgServer& snk, const std::string& job,
                                   std::vector<std::string> extra = {}) {
-  std::vector<std::string> a{kBin,       "run",      "--source-pg", src.url(), "--sink-pg",
-                             snk.url(),  "--table",  "orders",      "--job",   job,
-                             "--lease-ms", "1500", "--rebalance-delay-ms", "300",
-                             "--commit-interval-ms", "200"};
+  std::vector<std::string> a{kBin,
+                             "run",
+                             "--source-pg",
+                             src.url(),
+                             "--sink-pg",
+                             snk.url(),
+                             "--table",
+                             "orders",
+                             "--job",
+                             job,
+                             "--lease-ms",
+                             "1500",
+                             "--rebalance-delay-ms",
+                             "300",
+                             "--commit-interval-ms",
+                             "200"};
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
 }
@@ -42,9 +54,8 @@ int init_sink(const PgServer& s, const std::filesystem::path& log) {
 
 std::string verify(const PgServer& src, const PgServer& snk, const std::filesystem::path& log,
                    int& rc) {
-  rc = run_to_end({kBin, "verify", "--source-pg", src.url(), "--sink-pg", snk.url(), "--table",
-                   "orders"},
-                  log);
+  rc = run_to_end(
+      {kBin, "verify", "--source-pg", src.url(), "--sink-pg", snk.url(), "--table", "orders"}, log);
   return read_text(log);
 }
 
@@ -76,17 +87,18 @@ TEST(PgBackfillRun, a_missing_sink_table_is_one_named_line_and_exit_2_writing_no
       << log;
   EXPECT_NE(log.find("pg-backfill init-sink"), std::string::npos) << log;
   // The fence table missing (a sink table made by hand) is named as well.
-  snk.exec("etlc", "CREATE TABLE orders_sink (id bigint, payload text, split text, epoch bigint, "
-                   "writer text)");
+  snk.exec("etlc",
+           "CREATE TABLE orders_sink (id bigint, payload text, split text, epoch bigint, "
+           "writer text)");
   rc = run_to_end(run_args(src, snk, "m"), d.path() / "run2.log");
   log = read_text(d.path() / "run2.log");
   EXPECT_EQ(rc, 2) << log;
   EXPECT_NE(log.find("'etlc_sink_fence' does not exist"), std::string::npos) << log;
   EXPECT_EQ(snk.query_int("etlc", "SELECT count(*) FROM orders_sink"), 0);
   // ... and so is a missing source table.
-  rc = run_to_end({kBin, "run", "--source-pg", src.url(), "--sink-pg", snk.url(), "--table",
-                   "nothing"},
-                  d.path() / "run3.log");
+  rc = run_to_end(
+      {kBin, "run", "--source-pg", src.url(), "--sink-pg", snk.url(), "--table", "nothing"},
+      d.path() / "run3.log");
   log = read_text(d.path() / "run3.log");
   EXPECT_EQ(rc, 2) << log;
   EXPECT_NE(log.find("the source table 'nothing' does not exist"), std::string::npos) << log;
@@ -109,8 +121,9 @@ TEST(PgBackfillRun, a_fence_row_from_a_newer_epoch_quarantines_that_split_named_
       << log;
   EXPECT_EQ(snk.query_int("etlc", "SELECT count(*) FROM orders_sink WHERE split = 'r0000'"), 0)
       << "a refused split writes nothing";
-  EXPECT_EQ(snk.query_int("etlc", "SELECT count(*) FROM etlc_sink_fence WHERE split = 'r0000' "
-                                  "AND epoch = 1000"),
+  EXPECT_EQ(snk.query_int("etlc",
+                          "SELECT count(*) FROM etlc_sink_fence WHERE split = 'r0000' "
+                          "AND epoch = 1000"),
             1)
       << "the fence row is left as it was";
   int vrc = 0;
@@ -141,7 +154,8 @@ TEST(PgBackfillRun, the_sink_refusing_connections_mid_run_is_named_retried_and_l
                    d.path() / "run.log");
   auto rows = [&] { return snk.query_int("etlc", "SELECT count(*) FROM orders_sink"); };
   const auto until = std::chrono::steady_clock::now() + 60s;
-  while (rows() < 1'000 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(50ms);
+  while (rows() < 1'000 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(50ms);
   ASSERT_GE(rows(), 1'000) << read_text(d.path() / "run.log");
   ASSERT_LT(rows(), 12'000) << "finished before the sink could be stopped";
   snk.stop();  // connections break, new ones are refused

@@ -90,8 +90,9 @@ TEST_F(PgSinkTest, the_row_lock_makes_the_new_owner_wait_for_a_zombies_batch_the
   // The zombie's batch, stopped between its fence check and COMMIT (holding the row lock).
   Connection z(server.url(), "zombie");
   z.exec("BEGIN");
-  auto u = z.exec("UPDATE etlc_sink_fence SET watermark = 4, state = '4' WHERE job = 'job' AND "
-                  "split = 's1' AND epoch = 1 AND watermark = 0");
+  auto u = z.exec(
+      "UPDATE etlc_sink_fence SET watermark = 4, state = '4' WHERE job = 'job' AND "
+      "split = 's1' AND epoch = 1 AND watermark = 0");
   ASSERT_EQ(u.affected(), 1u);
   z.copy_in("COPY t_sink (id, payload, split, epoch, writer) FROM STDIN",
             "1\tp1\ts1\t1\tz\n2\tp2\ts1\t1\tz\n3\tp3\ts1\t1\tz\n4\tp4\ts1\t1\tz\n");
@@ -175,9 +176,9 @@ TEST_F(PgSinkTest, the_planner_balances_rows_over_sparse_clustered_ids_counted_o
     std::uint64_t total = 0;
     for (const auto& r : ranges) {
       // Count the real rows of each range: the weights are right, and they are balanced.
-      const auto real = server.query_int(
-          "etlc", "SELECT count(*) FROM src WHERE id BETWEEN " + std::to_string(r.lo) + " AND " +
-                      std::to_string(r.hi));
+      const auto real =
+          server.query_int("etlc", "SELECT count(*) FROM src WHERE id BETWEEN " +
+                                       std::to_string(r.lo) + " AND " + std::to_string(r.hi));
       total += static_cast<std::uint64_t>(real);
       if (from == PlanFrom::count) {
         EXPECT_EQ(static_cast<std::uint64_t>(real), r.rows);
@@ -199,8 +200,9 @@ TEST_F(PgSinkTest, verify_counts_missing_duplicate_unexpected_and_wrong_rows) {
   server.exec("etlc", "CREATE TABLE v (id bigint PRIMARY KEY, payload text NOT NULL)");
   server.exec("etlc", "INSERT INTO v SELECT g, 'p' || g FROM generate_series(1, 100) g");
   server.exec("etlc", "INSERT INTO t_sink SELECT id, payload, 's', 1, 'w' FROM v WHERE id > 3");
-  server.exec("etlc", "INSERT INTO t_sink SELECT id, payload, 's', 2, 'w' FROM v WHERE id <= 10 "
-                      "AND id > 5");
+  server.exec("etlc",
+              "INSERT INTO t_sink SELECT id, payload, 's', 2, 'w' FROM v WHERE id <= 10 "
+              "AND id > 5");
   server.exec("etlc", "INSERT INTO t_sink VALUES (500, 'x', 's', 1, 'w'), (-1, 'y', 's', 1, 'w')");
   server.exec("etlc", "UPDATE t_sink SET payload = 'bad' WHERE id = 50");
   const auto rep = verify(VerifyOptions{server.url(), server.url(), "v", "t_sink"});
