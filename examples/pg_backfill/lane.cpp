@@ -113,7 +113,8 @@ class PgLane final : public etlc::Lane {
                                {last.empty() ? std::to_string(range_.lo) : last,
                                 std::to_string(range_.hi), std::to_string(s_.batch_rows)});
       rows.reserve(static_cast<std::size_t>(r.rows()));
-      for (int i = 0; i < r.rows(); ++i) rows.push_back(Row{r.int64(i, 0), std::string(r.text(i, 1))});
+      for (int i = 0; i < r.rows(); ++i)
+        rows.push_back(Row{r.int64(i, 0), std::string(r.text(i, 1))});
       return true;
     } catch (const PgError& e) {
       if (!e.connection_lost()) throw;

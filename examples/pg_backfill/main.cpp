@@ -1,6 +1,7 @@
 // pg-backfill: a coordinated PostgreSQL range scan that copies a table into a sink table with
 // exactly-once output (the split's epoch fences the sink). Subcommands: generate, init-sink, plan,
-// run, verify. See README.md and docs/exactly-once.md. The command line is stable: tests rely on it.
+// run, verify. See README.md and docs/exactly-once.md. The command line is stable: tests rely on
+// it.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>

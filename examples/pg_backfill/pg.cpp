@@ -77,7 +77,8 @@ Connection::Connection(const std::string& url, std::string_view application_name
                   true);
   }
   // Server notices ("table does not exist, skipping") are not errors: keep them off stderr.
-  PQsetNoticeProcessor(c_.get(), [](void*, const char*) {}, nullptr);
+  PQsetNoticeProcessor(
+      c_.get(), [](void*, const char*) {}, nullptr);
   for (const auto& s : setup) exec(s);
 }
 
@@ -87,7 +88,7 @@ void Connection::fail(std::string_view what, PGresult* r) {
     if (const char* s = PQresultErrorField(r, PG_DIAG_SQLSTATE)) state = s;
   }
   std::string msg = r != nullptr && *PQresultErrorMessage(r) != '\0' ? PQresultErrorMessage(r)
-                                                                      : PQerrorMessage(c_.get());
+                                                                     : PQerrorMessage(c_.get());
   if (r != nullptr) PQclear(r);
   const bool lost = PQstatus(c_.get()) != CONNECTION_OK || connection_class(state) ||
                     (state.empty() && msg.find("server closed") != std::string::npos);

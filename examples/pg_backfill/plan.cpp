@@ -40,7 +40,9 @@ std::vector<IdRange> cut_ranges(std::span<const Bucket> buckets, std::uint64_t t
       // The share's end falls in this bucket: cut before it or after it, whichever is nearer (an
       // empty range is never cut off). A bucket holding a whole share or more stands alone.
       std::uint64_t crossed = 0;
-      for (std::uint64_t k = j; k < splits && after >= static_cast<double>(k) * static_cast<double>(total) / splits; ++k) {
+      for (std::uint64_t k = j;
+           k < splits && after >= static_cast<double>(k) * static_cast<double>(total) / splits;
+           ++k) {
         ++crossed;
       }
       const bool cut_before =
@@ -90,10 +92,11 @@ std::string split_id(std::size_t index) {
 
 std::vector<Bucket> count_buckets(Connection& c, std::string_view table,
                                   std::uint32_t max_buckets) {
-  Result r = c.exec("SELECT min(id), max(id), count(*) FROM (SELECT id, ntile($1) OVER (ORDER "
-                    "BY id) AS b FROM " +
-                        quote_ident(table) + ") s GROUP BY b ORDER BY b",
-                    {std::to_string(max_buckets)});
+  Result r = c.exec(
+      "SELECT min(id), max(id), count(*) FROM (SELECT id, ntile($1) OVER (ORDER "
+      "BY id) AS b FROM " +
+          quote_ident(table) + ") s GROUP BY b ORDER BY b",
+      {std::to_string(max_buckets)});
   std::vector<Bucket> out;
   for (int i = 0; i < r.rows(); ++i) {
     out.push_back(Bucket{r.int64(i, 0), r.int64(i, 1), static_cast<std::uint64_t>(r.int64(i, 2))});

@@ -54,7 +54,8 @@ std::string default_instance() {
 }
 
 void validate(const RunOptions& o, bool nats) {
-  if (o.source_pg.empty() || o.sink_pg.empty()) throw UserError("--source-pg and --sink-pg are required");
+  if (o.source_pg.empty() || o.sink_pg.empty())
+    throw UserError("--source-pg and --sink-pg are required");
   check_table_name(o.table, "--table");
   check_table_name(o.sink_table, "--sink-table");
   if (o.table == o.sink_table && o.source_pg == o.sink_pg) {
@@ -67,7 +68,8 @@ void validate(const RunOptions& o, bool nats) {
   if (nats && o.members != 1) {
     throw UserError("--members applies to the memory store; with NATS run one process per member");
   }
-  if (o.batch_rows == 0 || o.batch_rows > 100'000) throw UserError("--batch-rows must be 1..100000");
+  if (o.batch_rows == 0 || o.batch_rows > 100'000)
+    throw UserError("--batch-rows must be 1..100000");
   if (o.split_rows == 0) throw UserError("--split-rows must be positive");
   if (o.lease_ms < 300 || o.lease_ms > 600'000) throw UserError("--lease-ms must be 300..600000");
 }
@@ -188,15 +190,16 @@ void print_summary(const std::vector<std::unique_ptr<Member>>& members, int code
               static_cast<unsigned long long>(rows), static_cast<unsigned long long>(batches),
               static_cast<double>(rows) / std::max(secs, 1e-9),
               static_cast<unsigned long long>(st.completed));
-  std::printf("  ownership      %llu grants resumed (%llu from the sink's watermark), %llu lanes "
-              "lost (%llu after a session lapse)\n",
-              static_cast<unsigned long long>(st.resumed),
-              static_cast<unsigned long long>(st.sink_resumed),
-              static_cast<unsigned long long>(st.lost), static_cast<unsigned long long>(st.lapsed));
-  std::printf("  sink           fence %s: %llu grants/batches refused, %llu batches rolled back "
-              "after a lapse\n",
-              fence ? "on" : "off", static_cast<unsigned long long>(st.sink_refused),
-              static_cast<unsigned long long>(lapsed));
+  std::printf(
+      "  ownership      %llu grants resumed (%llu from the sink's watermark), %llu lanes "
+      "lost (%llu after a session lapse)\n",
+      static_cast<unsigned long long>(st.resumed), static_cast<unsigned long long>(st.sink_resumed),
+      static_cast<unsigned long long>(st.lost), static_cast<unsigned long long>(st.lapsed));
+  std::printf(
+      "  sink           fence %s: %llu grants/batches refused, %llu batches rolled back "
+      "after a lapse\n",
+      fence ? "on" : "off", static_cast<unsigned long long>(st.sink_refused),
+      static_cast<unsigned long long>(lapsed));
   (void)refused;
   std::fflush(stdout);
 }
@@ -218,9 +221,11 @@ int run_job(const RunOptions& opts, RunTotals* totals) {
     validate(o, nats);
     check_databases(o);
     auto store = open_store(o);
-    const std::string prefix = o.instance.empty() ? (nats ? default_instance() : "member") : o.instance;
+    const std::string prefix =
+        o.instance.empty() ? (nats ? default_instance() : "member") : o.instance;
     for (std::uint32_t i = 0; i < o.members; ++i) {
-      members.push_back(make_member(o, nats || o.members == 1 ? prefix : prefix + "-" + std::to_string(i), store));
+      members.push_back(make_member(
+          o, nats || o.members == 1 ? prefix : prefix + "-" + std::to_string(i), store));
     }
   } catch (const UserError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

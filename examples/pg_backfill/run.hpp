@@ -13,11 +13,11 @@ namespace pgb {
 struct RunOptions {
   std::string source_pg, sink_pg;
   std::string table;
-  std::string sink_table;          // default <table>_sink
-  std::string store = "memory";    // "memory" or nats://HOST:PORT
+  std::string sink_table;        // default <table>_sink
+  std::string store = "memory";  // "memory" or nats://HOST:PORT
   std::string job = "pg-backfill";
-  std::string instance;            // default: memory "member" (+ "-i"), NATS host-pid
-  std::uint32_t members = 1;       // memory store only
+  std::string instance;       // default: memory "member" (+ "-i"), NATS host-pid
+  std::uint32_t members = 1;  // memory store only
   std::uint32_t max_in_flight = 2;
   std::int64_t lease_ms = 3000;
   std::int64_t rebalance_delay_ms = 3000;

@@ -5,8 +5,8 @@ namespace pgb {
 void check_table_name(std::string_view name, std::string_view what) {
   bool ok = !name.empty() && name.size() <= 63 && !(name[0] >= '0' && name[0] <= '9');
   for (char c : name) {
-    ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                c == '_');
+    ok = ok &&
+         ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_');
   }
   if (!ok) {
     throw UserError(std::string(what) + " '" + std::string(name) +

@@ -17,9 +17,11 @@ struct FenceRow {
   etlc::SplitProgress progress;
 };
 
-std::optional<FenceRow> read_fence(Connection& c, const std::string& job, const std::string& split) {
-  Result r = c.exec("SELECT epoch, watermark, state FROM " + fence() + " WHERE job = $1 AND split = $2",
-                    {job, split});
+std::optional<FenceRow> read_fence(Connection& c, const std::string& job,
+                                   const std::string& split) {
+  Result r =
+      c.exec("SELECT epoch, watermark, state FROM " + fence() + " WHERE job = $1 AND split = $2",
+             {job, split});
   if (r.rows() == 0) return std::nullopt;
   return FenceRow{static_cast<std::uint64_t>(r.int64(0, 0)),
                   {static_cast<std::uint64_t>(r.int64(0, 1)), std::string(r.text(0, 2))}};
@@ -55,8 +57,8 @@ etlc::FenceResult PgSinkFence::open(std::string_view split_id, std::uint64_t epo
   }
 }
 
-SinkWriter::SinkWriter(ConnPool& pool, SinkTarget target, std::string split_id,
-                       std::uint64_t epoch, std::string writer, etlc::SplitProgress start)
+SinkWriter::SinkWriter(ConnPool& pool, SinkTarget target, std::string split_id, std::uint64_t epoch,
+                       std::string writer, etlc::SplitProgress start)
     : pool_(pool),
       target_(std::move(target)),
       split_(std::move(split_id)),
@@ -110,8 +112,8 @@ SinkWriter::Outcome SinkWriter::settle(std::string& detail) {
   }
 }
 
-// The fenced UPDATE matched no row: why?
-SinkWriter::Outcome SinkWriter::check_fence(std::string& detail) {
+// The fenced UPDATE matched no row: why? `next` is where this batch would have moved it.
+SinkWriter::Outcome SinkWriter::check_fence(const etlc::SplitProgress& next, std::string& detail) {
   const auto row = read_fence(*conn_, target_.job, split_);
   if (!row) {
     detail = "its fence row is gone from " + std::string(kFenceTable);
@@ -121,11 +123,17 @@ SinkWriter::Outcome SinkWriter::check_fence(std::string& detail) {
     detail = "its fence stands at epoch " + std::to_string(row->epoch);
     return Outcome::refused;
   }
-  throw std::runtime_error("the sink fence row of split '" + split_ + "' says epoch " +
-                           std::to_string(row->epoch) + " watermark " +
-                           std::to_string(row->progress.watermark) + ", this tenancy expected epoch " +
-                           std::to_string(epoch_) + " watermark " +
-                           std::to_string(progress_.watermark) + " (changed by hand?)");
+  if (row->epoch == epoch_ && row->progress == next) {
+    // Only this tenancy writes at its epoch: this very batch committed earlier, in a transaction
+    // whose COMMIT outcome was unknown and which landed after settle() looked.
+    progress_ = next;
+    return Outcome::written;
+  }
+  throw std::runtime_error(
+      "the sink fence row of split '" + split_ + "' says epoch " + std::to_string(row->epoch) +
+      " watermark " + std::to_string(row->progress.watermark) + ", this tenancy expected epoch " +
+      std::to_string(epoch_) + " watermark " + std::to_string(progress_.watermark) +
+      " (changed by hand?)");
 }
 
 SinkWriter::Outcome SinkWriter::write(std::span<const Row> rows, const std::function<bool()>& live,
@@ -153,7 +161,7 @@ SinkWriter::Outcome SinkWriter::write(std::span<const Row> rows, const std::func
                               std::to_string(epoch_), std::to_string(progress_.watermark)});
       if (u.affected() != 1) {
         conn_->exec("ROLLBACK");
-        return check_fence(detail);
+        return check_fence(next, detail);
       }
     }
     conn_->copy_in(copy_sql_, data);

@@ -86,13 +86,12 @@ class SinkWriter {
   // Writes `rows` (the next ones after progress(), in id order) in one transaction. `live` is
   // checked right before COMMIT. Throws PgError/std::runtime_error for a statement that fails
   // for another reason than the connection (a dropped table: poison).
-  Outcome write(std::span<const Row> rows, const std::function<bool()>& live,
-                std::string& detail);
+  Outcome write(std::span<const Row> rows, const std::function<bool()>& live, std::string& detail);
 
   const etlc::SplitProgress& progress() const { return progress_; }
 
  private:
-  Outcome check_fence(std::string& detail);
+  Outcome check_fence(const etlc::SplitProgress& next, std::string& detail);
   bool connect(std::string& detail);
 
   ConnPool& pool_;

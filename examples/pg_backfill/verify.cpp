@@ -16,14 +16,15 @@ class OrderedRows {
  public:
   OrderedRows(const std::string& url, const std::string& table) : c_(url, "pg-backfill verify") {
     c_.exec("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-    c_.exec("DECLARE rows NO SCROLL CURSOR FOR SELECT id, md5(payload) FROM " +
-            quote_ident(table) + " ORDER BY id");
+    c_.exec("DECLARE rows NO SCROLL CURSOR FOR SELECT id, md5(payload) FROM " + quote_ident(table) +
+            " ORDER BY id");
   }
   // The next row, or false at the end.
   bool next(std::int64_t& id, std::string& hash) {
     if (buf_.empty() && !done_) {
       Result r = c_.exec("FETCH " + std::to_string(kFetchRows) + " FROM rows");
-      for (int i = 0; i < r.rows(); ++i) buf_.emplace_back(r.int64(i, 0), std::string(r.text(i, 1)));
+      for (int i = 0; i < r.rows(); ++i)
+        buf_.emplace_back(r.int64(i, 0), std::string(r.text(i, 1)));
       done_ = r.rows() < kFetchRows;
     }
     if (buf_.empty()) return false;
