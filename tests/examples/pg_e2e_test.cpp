@@ -102,7 +102,8 @@ class PgE2E : public ::testing::Test {
   std::string logs() {
     std::string out;
     for (const auto& name : {"m1", "m1b", "m2", "m3", "m3b"}) {
-      out += std::string("--- ") + name + " ---\n" + read_text(dir.path() / (std::string(name) + ".log"));
+      out += std::string("--- ") + name + " ---\n" +
+             read_text(dir.path() / (std::string(name) + ".log"));
     }
     return out + nats.diagnostics() + pg.diagnostics();
   }
@@ -160,8 +161,8 @@ Outcome PgE2E::scenario(bool fence) {
   const auto written = [&] { return sink("SELECT count(*) FROM orders_sink"); };
 
   // All three write.
-  EXPECT_TRUE(wait_until([&] { return sink("SELECT count(DISTINCT writer) FROM orders_sink") == 3; },
-                         60s))
+  EXPECT_TRUE(
+      wait_until([&] { return sink("SELECT count(DISTINCT writer) FROM orders_sink") == 3; }, 60s))
       << logs();
   EXPECT_LT(written(), kRows) << "finished before anything could be injected\n" << logs();
 
@@ -211,9 +212,12 @@ Outcome PgE2E::scenario(bool fence) {
   EXPECT_NE(read_text(dir.path() / "m3.log").find("another live process uses instance id 'm3'"),
             std::string::npos)
       << logs();
-  EXPECT_NE(read_text(dir.path() / "m2.log").find("the member session may have lapsed"),
-            std::string::npos)
-      << "the paused member's lanes stopped by its own clock\n"
+  // On waking, whichever thread runs first stops the paused member's lanes: a lane's own check
+  // (the session may have lapsed) or the control loop (starved); which one is up to the
+  // scheduler. Either way, by its own clock.
+  const std::string m2_log = read_text(dir.path() / "m2.log");
+  EXPECT_TRUE(m2_log.find("the member session may have lapsed") != std::string::npos ||
+              m2_log.find("stopping lanes (starved)") != std::string::npos)
       << logs();
 
   // The paused member wrote nothing for its old tenancies after it woke.

@@ -188,10 +188,10 @@ std::string PgServer::url(std::string_view database) const {
 
 void PgServer::init_data_dir() {
   const fs::path log = dir_.path() / "initdb.log";
-  const pid_t pid = spawn({(bin_ / "initdb").string(), "-D", (dir_.path() / "data").string(), "-U",
-                           std::string(kUser), "-A", "trust", "-E", "UTF8", "--no-locale",
-                           "--no-sync", "--no-instructions"},
-                          log, switch_user_, uid_, gid_);
+  const pid_t pid = spawn(
+      {(bin_ / "initdb").string(), "-D", (dir_.path() / "data").string(), "-U", std::string(kUser),
+       "-A", "trust", "-E", "UTF8", "--no-locale", "--no-sync", "--no-instructions"},
+      log, switch_user_, uid_, gid_);
   const int rc = wait_exit(pid, config_.start_timeout);
   if (rc != 0) {
     throw std::runtime_error("initdb failed (" +
@@ -217,8 +217,8 @@ void PgServer::launch() {
                                 "-c",
                                 "shared_buffers=64MB"};
   if (!config_.durable) {
-    args.insert(args.end(), {"-c", "fsync=off", "-c", "synchronous_commit=off", "-c",
-                             "full_page_writes=off"});
+    args.insert(args.end(),
+                {"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"});
   }
   for (const auto& [name, value] : config_.settings) {
     args.insert(args.end(), {"-c", name + "=" + value});
@@ -228,8 +228,8 @@ void PgServer::launch() {
 
 bool PgServer::wait_ready(std::string& why) {
   const auto deadline = SteadyClock::now() + config_.start_timeout;
-  const std::string conninfo = "host=127.0.0.1 port=" + std::to_string(port_) + " user=" +
-                               std::string(kUser) + " dbname=postgres connect_timeout=2";
+  const std::string conninfo = "host=127.0.0.1 port=" + std::to_string(port_) +
+                               " user=" + std::string(kUser) + " dbname=postgres connect_timeout=2";
   for (;;) {
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
@@ -264,8 +264,8 @@ void PgServer::start() {
     if (!(fresh && port_taken)) break;
     port_ = -1;
   }
-  throw std::runtime_error("postgres (" + dir_.path().string() + ", port " +
-                           std::to_string(port_) + "): " + why + "\n" + log_tail());
+  throw std::runtime_error("postgres (" + dir_.path().string() + ", port " + std::to_string(port_) +
+                           "): " + why + "\n" + log_tail());
 }
 
 void PgServer::kill(int signal) {
