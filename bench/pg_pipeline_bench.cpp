@@ -7,8 +7,8 @@
 // Each configuration runs --repeat times on a freshly emptied sink; the median is reported, and
 // every fenced run is verified (0 missing, 0 duplicates) before its figure counts.
 //   pg_pipeline_bench [--rows 300000] [--batch-rows 100,1000] [--members 1,3] [--repeat 3]
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -44,10 +44,11 @@ int main(int argc, char** argv) {
     pgb::Connection c(url, "bench");
     pgb::create_sink(c, "orders_sink");
   }
-  std::printf("pg_pipeline_bench: %llu rows, PostgreSQL %s (fsync on), splits of %llu rows, "
-              "2 lanes per member, memory store\n",
-              static_cast<unsigned long long>(rows), url.c_str(),
-              static_cast<unsigned long long>(std::max<std::uint64_t>(rows / 24, 1)));
+  std::printf(
+      "pg_pipeline_bench: %llu rows, PostgreSQL %s (fsync on), splits of %llu rows, "
+      "2 lanes per member, memory store\n",
+      static_cast<unsigned long long>(rows), url.c_str(),
+      static_cast<unsigned long long>(std::max<std::uint64_t>(rows / 24, 1)));
   std::printf("%-7s %-7s %-6s %12s %12s   %s\n", "members", "batch", "fence", "rows/s", "s",
               "runs (rows/s)");
   int job = 0;
@@ -94,11 +95,12 @@ int main(int argc, char** argv) {
         std::sort(secs.begin(), secs.end());
         std::string all;
         for (double x : rates) all += fmt::format(" {:.0f}", x);
-        std::printf("%-7u %-7u %-6s %12.0f %12.2f  %s%s\n", m, batch, fence ? "on" : "off", median,
-                    secs[secs.size() / 2], all.c_str(),
-                    fence && median_on > 0
-                        ? fmt::format("   ({:+.1f}% vs off)", (median / median_on - 1) * 100).c_str()
-                        : "");
+        std::printf(
+            "%-7u %-7u %-6s %12.0f %12.2f  %s%s\n", m, batch, fence ? "on" : "off", median,
+            secs[secs.size() / 2], all.c_str(),
+            fence && median_on > 0
+                ? fmt::format("   ({:+.1f}% vs off)", (median / median_on - 1) * 100).c_str()
+                : "");
         median_on = median;  // the "off" figure, for the "on" line's comparison
         std::fflush(stdout);
       }

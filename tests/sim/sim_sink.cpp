@@ -130,7 +130,8 @@ SimSink::Status SimSink::write(std::int32_t inc, std::size_t split, std::uint64_
     case Fate::late:
       ++stats_.unknown;
       ++stats_.late;
-      late_.push_back(Late{time_.now() + rng_.range(1, kMaxLateNs), inc, split, epoch, first, count});
+      late_.push_back(
+          Late{time_.now() + rng_.range(1, kMaxLateNs), inc, split, epoch, first, count});
       std::stable_sort(late_.begin(), late_.end(),
                        [](const Late& a, const Late& b) { return a.at < b.at; });
       return Status::unknown;
@@ -210,10 +211,11 @@ std::uint64_t SimSink::emit(std::int32_t inc, std::size_t split, std::uint64_t e
 
 void SimSink::on_refusal_answer(std::size_t split, std::uint64_t epoch, bool durable) {
   if (durable && !p_.faults.unsafe_sink_without_fence) {
-    history_.fail(7, fmt::format("the sink refused split {} at epoch {}, yet the coordination store "
-                                 "accepted that tenancy's failure: the sink's fence was ahead of "
-                                 "every grant",
-                                 History::split_id(split), epoch));
+    history_.fail(7,
+                  fmt::format("the sink refused split {} at epoch {}, yet the coordination store "
+                              "accepted that tenancy's failure: the sink's fence was ahead of "
+                              "every grant",
+                              History::split_id(split), epoch));
   } else if (!durable) {
     ++stats_.zombie_refusals;
   }

@@ -43,22 +43,22 @@ namespace etlc::sim {
 
 struct SinkStats {
   std::uint64_t opens = 0, writes = 0, records = 0;  // applied
-  std::uint64_t refused = 0;                        // opens and writes refused by the fence
-  std::uint64_t failed = 0, unknown = 0, late = 0;  // injected faults (late: unknown, landed late)
-  std::uint64_t settled_landed = 0;                 // unknown outcomes a re-read found landed
-  std::uint64_t sink_resumes = 0;                   // grants resumed above the granted watermark
-  std::uint64_t lapsed_lanes = 0;                   // lanes stopped because their session lapsed
-  std::uint64_t zombie_refusals = 0;                // refusals answered `fenced` by the store
+  std::uint64_t refused = 0;                         // opens and writes refused by the fence
+  std::uint64_t failed = 0, unknown = 0, late = 0;   // injected faults (late: unknown, landed late)
+  std::uint64_t settled_landed = 0;                  // unknown outcomes a re-read found landed
+  std::uint64_t sink_resumes = 0;                    // grants resumed above the granted watermark
+  std::uint64_t lapsed_lanes = 0;                    // lanes stopped because their session lapsed
+  std::uint64_t zombie_refusals = 0;                 // refusals answered `fenced` by the store
 };
 
 // One lane's side of the protocol.
 struct SinkLane {
   bool opened = false;
-  bool unsettled = false;        // the last write's outcome is unknown
+  bool unsettled = false;          // the last write's outcome is unknown
   std::uint64_t unsettled_to = 0;  // ... it would have moved the watermark here
-  bool refused = false;          // the sink refused: the lane is over (report it failed)
-  std::uint64_t session = 0;     // SplitGranted::session
-  std::string nonce;             // the member's session nonce when the split was granted
+  bool refused = false;            // the sink refused: the lane is over (report it failed)
+  std::uint64_t session = 0;       // SplitGranted::session
+  std::string nonce;               // the member's session nonce when the split was granted
 };
 
 class SimSink {
