@@ -49,61 +49,58 @@ int main(int argc, char** argv) {
       "2 lanes per member, memory store\n",
       static_cast<unsigned long long>(rows), url.c_str(),
       static_cast<unsigned long long>(std::max<std::uint64_t>(rows / 24, 1)));
-  std::printf("%-7s %-7s %-6s %12s %12s   %s\n", "members", "batch", "fence", "rows/s", "s",
-              "runs (rows/s)");
+  std::printf("%-7s %-7s %-6s %12s   %s\n", "members", "batch", "fence", "rows/s",
+              "runs (rows/s, in order)");
   int job = 0;
+  // One run: the rows/s it reached (fenced runs verified exactly-once first), or < 0 on failure.
+  auto one = [&](std::uint32_t m, std::uint32_t batch, bool fence) -> double {
+    pg.exec("bench", "TRUNCATE orders_sink, etlc_sink_fence");
+    pgb::RunOptions o;
+    o.source_pg = o.sink_pg = url;
+    o.table = "orders";
+    o.job = fmt::format("bench-{}", ++job);
+    o.members = m;
+    o.max_in_flight = 2;
+    o.batch_rows = batch;
+    o.split_rows = std::max<std::uint64_t>(rows / 24, 1);
+    o.lease_ms = 3000;
+    o.rebalance_delay_ms = 0;
+    o.fence = fence;
+    o.progress = "none";
+    pgb::RunTotals t;
+    if (pgb::run_job(o, &t) != 0) return -1;
+    if (fence) {
+      const auto v = pgb::verify({url, url, "orders", "orders_sink"});
+      if (!v.ok()) return -1;
+    }
+    return static_cast<double>(t.rows_written) / t.seconds;
+  };
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
   for (std::uint32_t batch : batches) {
     for (std::uint32_t m : members) {
-      double median_on = 0;
-      for (bool fence : {false, true}) {
-        std::vector<double> rates;
-        std::vector<double> secs;
-        for (int r = 0; r < repeat; ++r) {
-          pg.exec("bench", "TRUNCATE orders_sink, etlc_sink_fence");
-          pgb::RunOptions o;
-          o.source_pg = o.sink_pg = url;
-          o.table = "orders";
-          o.job = fmt::format("bench-{}", ++job);
-          o.members = m;
-          o.max_in_flight = 2;
-          o.batch_rows = batch;
-          o.split_rows = std::max<std::uint64_t>(rows / 24, 1);
-          o.lease_ms = 3000;
-          o.rebalance_delay_ms = 0;
-          o.fence = fence;
-          o.progress = "none";
-          pgb::RunTotals t;
-          if (pgb::run_job(o, &t) != 0) {
-            std::fprintf(stderr, "run failed\n");
-            return 1;
-          }
-          if (fence) {
-            const auto v = pgb::verify({url, url, "orders", "orders_sink"});
-            if (!v.ok()) {
-              std::fprintf(stderr, "a fenced run is not exactly-once: missing %llu dup %llu\n",
-                           static_cast<unsigned long long>(v.missing),
-                           static_cast<unsigned long long>(v.duplicates));
-              return 1;
-            }
-          }
-          rates.push_back(static_cast<double>(t.rows_written) / t.seconds);
-          secs.push_back(t.seconds);
+      // Off and on alternate, so drift in the machine's other load hits both alike.
+      std::vector<double> off, on;
+      for (int r = 0; r < repeat; ++r) {
+        off.push_back(one(m, batch, false));
+        on.push_back(one(m, batch, true));
+        if (off.back() < 0 || on.back() < 0) {
+          std::fprintf(stderr, "a run failed (or a fenced run was not exactly-once)\n");
+          return 1;
         }
-        std::vector<double> sorted = rates;
-        std::sort(sorted.begin(), sorted.end());
-        const double median = sorted[sorted.size() / 2];
-        std::sort(secs.begin(), secs.end());
-        std::string all;
-        for (double x : rates) all += fmt::format(" {:.0f}", x);
-        std::printf(
-            "%-7u %-7u %-6s %12.0f %12.2f  %s%s\n", m, batch, fence ? "on" : "off", median,
-            secs[secs.size() / 2], all.c_str(),
-            fence && median_on > 0
-                ? fmt::format("   ({:+.1f}% vs off)", (median / median_on - 1) * 100).c_str()
-                : "");
-        median_on = median;  // the "off" figure, for the "on" line's comparison
-        std::fflush(stdout);
       }
+      for (bool fence : {false, true}) {
+        const auto& v = fence ? on : off;
+        std::string all;
+        for (double x : v) all += fmt::format(" {:.0f}", x);
+        const std::string cmp =
+            fence ? fmt::format("   ({:+.1f}% vs off)", (median(on) / median(off) - 1) * 100) : "";
+        std::printf("%-7u %-7u %-6s %12.0f  %s%s\n", m, batch, fence ? "on" : "off", median(v),
+                    all.c_str(), cmp.c_str());
+      }
+      std::fflush(stdout);
     }
   }
   return 0;
