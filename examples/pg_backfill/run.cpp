@@ -196,11 +196,10 @@ void print_summary(const std::vector<std::unique_ptr<Member>>& members, int code
       static_cast<unsigned long long>(st.resumed), static_cast<unsigned long long>(st.sink_resumed),
       static_cast<unsigned long long>(st.lost), static_cast<unsigned long long>(st.lapsed));
   std::printf(
-      "  sink           fence %s: %llu grants/batches refused, %llu batches rolled back "
+      "  sink           fence %s: %llu refusals (%llu of them batches), %llu batches rolled back "
       "after a lapse\n",
       fence ? "on" : "off", static_cast<unsigned long long>(st.sink_refused),
-      static_cast<unsigned long long>(lapsed));
-  (void)refused;
+      static_cast<unsigned long long>(refused), static_cast<unsigned long long>(lapsed));
   std::fflush(stdout);
 }
 

@@ -138,7 +138,8 @@ enum class StallPolicy : std::uint8_t {
 
 struct DriverOptions {
   // How often each lane's durable progress is committed. Also bounds the replay after a crash
-  // or a forced revocation. 1 ms .. 1 h.
+  // or a forced revocation (with a sink_fence nothing replays: lanes resume from the sink's own
+  // progress). 1 ms .. 1 h.
   std::chrono::milliseconds commit_interval{1'000};
   // Worker threads for the lanes; 0 = the member's max_in_flight. At most kMaxLanes.
   std::uint32_t worker_threads = 0;
