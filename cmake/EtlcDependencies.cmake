@@ -15,6 +15,11 @@ if(ETLC_WITH_NATS)
   pkg_check_modules(NATS REQUIRED IMPORTED_TARGET GLOBAL libnats>=3.4)
 endif()
 
+if(ETLC_WITH_POSTGRES AND (ETLC_BUILD_EXAMPLES OR ETLC_BUILD_BENCH))
+  # libpq (libpq-dev) for examples/pg_backfill, its tests and its benchmark.
+  pkg_check_modules(PQ REQUIRED IMPORTED_TARGET GLOBAL libpq)
+endif()
+
 if(ETLC_BUILD_TESTS)
   find_package(GTest CONFIG REQUIRED)
   find_package(rapidcheck CONFIG REQUIRED)

@@ -114,6 +114,18 @@ class Coordinator {
   // writes), so peers must expire the session.
   void abandon();
 
+  // Whether the member session `session` (SplitGranted::session) is still provably live by this
+  // member's own monotonic clock: the send time of its last acknowledged renewal plus
+  // lease_duration - op_timeout is still ahead (the rule by which the control loop stops its
+  // lanes itself, before any peer may expire the session). Once false, false for good for that
+  // session (a rejoin opens a new one). A lane checks it right before each write to its sink and
+  // stops as lost when it is false, without waiting for SplitLost; the Driver does so before every
+  // step(), durable_progress() and commit. Lock-free, thread-safe, one clock read.
+  bool session_live(std::uint64_t session) const;
+  // Until when session `session` is provably live (Clock::time_point::min() if it is not), on the
+  // clock this Coordinator was given: a sink can bound a transaction by it.
+  Clock::time_point session_live_until(std::uint64_t session) const;
+
   std::string instance_id() const;
   bool is_leader() const;
   std::vector<std::string> held_splits() const;

@@ -13,6 +13,16 @@
 //   SplitLost         stops the lane at once (stop token, then close(lost)); never commits for
 //                     that tenancy again
 //   fenced commit     the same as SplitLost
+//   session lapsed    the same as SplitLost, without waiting for it: before every step(),
+//                     durable_progress(), drain() and fenced call the Driver checks that the
+//                     member session of the lane's grant is still provably live by the member's
+//                     own clock (Coordinator::session_live)
+//   sink fence        with DriverOptions::sink_fence: on a grant, open(split, epoch) before the
+//                     lane opens; the lane resumes from the larger of the granted progress and
+//                     the sink's. A refusal (at open, or a batch: StepResult::fenced, SinkFenced)
+//                     reports the split failed with the sink's reason: `fenced` (a newer owner
+//                     exists: the lane is lost) unless the sink is ahead of every grant
+//                     (etlc/sink_fence.hpp)
 //   AllComplete       drains what is still open, shuts the member down, run() returns completed
 //   Stalled           fails (the default) or drains with a warning (DriverOptions::on_stall);
 //                     a planner failure (Stalled::message set) always fails
@@ -56,6 +66,7 @@
 #include "etlc/events.hpp"
 #include "etlc/exit_codes.hpp"
 #include "etlc/planner.hpp"
+#include "etlc/sink_fence.hpp"
 #include "etlc/split_source.hpp"
 #include "etlc/store.hpp"
 
@@ -86,6 +97,9 @@ class CoordinatorApi {
   virtual std::string instance_id() const = 0;
   // The member's lane budget (sizes the worker pool by default).
   virtual std::uint32_t max_in_flight() const = 0;
+  // Coordinator::session_live: the session of a grant (SplitGranted::session) is provably live.
+  // Called before every lane call and commit: must be cheap and never block.
+  virtual bool session_live(std::uint64_t session) const = 0;
 };
 
 // A Coordinator as a CoordinatorApi. start() starts the coordinator's control thread unless
@@ -109,6 +123,7 @@ class CoordinatorAdapter final : public CoordinatorApi {
   void abandon() override;
   std::string instance_id() const override;
   std::uint32_t max_in_flight() const override { return max_in_flight_; }
+  bool session_live(std::uint64_t session) const override;
 
   Coordinator& coordinator() { return *coordinator_; }
 
@@ -125,7 +140,8 @@ enum class StallPolicy : std::uint8_t {
 
 struct DriverOptions {
   // How often each lane's durable progress is committed. Also bounds the replay after a crash
-  // or a forced revocation. 1 ms .. 1 h.
+  // or a forced revocation (with a sink_fence nothing replays: lanes resume from the sink's own
+  // progress). 1 ms .. 1 h.
   std::chrono::milliseconds commit_interval{1'000};
   // Worker threads for the lanes; 0 = the member's max_in_flight. At most kMaxLanes.
   std::uint32_t worker_threads = 0;
@@ -135,8 +151,13 @@ struct DriverOptions {
   std::chrono::milliseconds shutdown_timeout{10'000};
   // How long run() waits for an event before it checks stop requests and retries. 1 ms .. 1 s.
   std::chrono::milliseconds poll_interval{50};
-  // Pause before retrying a commit, completion, failure or release the store could not take.
+  // Pause before retrying a commit, completion, failure or release the store could not take
+  // (and a sink fence that could not be reached).
   std::chrono::milliseconds retry_backoff{200};
+  // The lanes' sink, fenced by the split's epoch (etlc/sink_fence.hpp): opened on every grant
+  // before the lane, and the lane resumes from the larger of the granted and the sink's progress.
+  // Null (the default): at-least-once delivery. Shared by the worker threads.
+  std::shared_ptr<SinkFence> sink_fence;
 
   // Throws ConfigError naming the broken rule.
   void validate() const;
@@ -179,6 +200,9 @@ struct DriverStats {
   std::uint64_t quarantined = 0;     // SplitQuarantined events seen
   std::uint64_t commits = 0;         // durable progress commits (completions not included)
   std::uint64_t commit_retries = 0;  // commits, completions, failures or releases retried
+  std::uint64_t lapsed = 0;          // lanes stopped because their session may have lapsed
+  std::uint64_t sink_refused = 0;    // grants or batches the sink fence refused (a newer epoch)
+  std::uint64_t sink_resumed = 0;    // grants resumed from the sink's progress (above the record)
   std::uint32_t lanes_open = 0;      // lanes currently open
 };
 
@@ -235,6 +259,8 @@ class Driver {
   void promote_due_locked();
   void wake_locked(const std::shared_ptr<Slot>& slot);
   Turn turn(Slot& slot);
+  std::optional<Turn> open_lane(Slot& slot, bool drain, bool shutdown, Clock::time_point now);
+  bool lapsed(Slot& slot);
   void close_slot(Slot& slot, LaneEnd end);
   void after_turn(const std::shared_ptr<Slot>& slot, Turn t);
   void forget_durable(const std::string& id);

@@ -13,8 +13,13 @@ namespace etlc {
 // This member now owns the split: open a lane and resume from `progress`.
 struct SplitGranted {
   SplitSpec spec;
+  // The tenancy: unique per (split, tenancy), growing. Name it in every call for this lane, and
+  // give it to a fenced sink (etlc/sink_fence.hpp) as the fencing token.
   std::uint64_t epoch = 0;
   SplitProgress progress;
+  // The member session this tenancy belongs to: ask Coordinator::session_live(session) before
+  // writing for it (it turns false for good once that session may have lapsed).
+  std::uint64_t session = 0;
 };
 
 // The leader moved the split elsewhere: stop intake at a safe boundary, commit the final

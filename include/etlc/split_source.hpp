@@ -17,10 +17,16 @@
 //    give up early (loss, crash or shutdown); a long step should check it.
 //
 // Delivery is at-least-once: a lane resumes from the last committed progress, so rows past it
-// that a previous owner had already written are written again. Sinks must tolerate replays.
+// that a previous owner had already written are written again. Sinks must tolerate replays, or
+// be fenced (etlc/sink_fence.hpp, DriverOptions::sink_fence): then every row is written once.
+//
+// A lane stops writing the moment its member's session may have lapsed: the Driver checks
+// before every step(), durable_progress() and commit, and a lane that writes to its sink inside
+// step() checks LaneContext::live right before the sink commit.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -44,6 +50,11 @@ struct LaneContext {
   std::string instance_id;
   // Requested when the lane must stop as soon as it can (loss, crash, shutdown deadline).
   std::stop_token stop;
+  // True while the member session this tenancy belongs to is provably live by the member's clock
+  // (Coordinator::session_live). Once false, false for good: write nothing more and return from
+  // the step (the Driver then closes the lane as lost). Cheap (one clock read); callable from
+  // the lane's calls only. Null when the lane is opened outside a Driver.
+  std::function<bool()> live;
 };
 
 // What one bounded step did.
@@ -52,6 +63,7 @@ struct StepResult {
     more,          // there is more to read: step again
     end_of_split,  // everything was read and handed to the sink: the split is done
     poison,        // the split cannot be processed (reason says why): consume an attempt
+    fenced,        // the sink refused a batch: its fence stands at a newer epoch (sink_fence.hpp)
   };
   Status status = Status::more;
   std::string reason;  // for poison: shown in logs and stored as the split's last error
@@ -59,13 +71,14 @@ struct StepResult {
   static StepResult more() { return {Status::more, {}}; }
   static StepResult end() { return {Status::end_of_split, {}}; }
   static StepResult poisoned(std::string why) { return {Status::poison, std::move(why)}; }
+  static StepResult fenced(std::string why) { return {Status::fenced, std::move(why)}; }
 };
 
 // Why a lane ends (the argument of Lane::close).
 enum class LaneEnd : std::uint8_t {
   completed,  // end of split, and the completion was committed
   drained,    // drained and released to the next owner with its final progress committed
-  lost,       // the split was lost (fenced, revoked by force, session gone): discard, stop
+  lost,       // the split was lost (fenced, revoked by force, session gone or lapsed): discard
   failed,     // the lane reported poison (or threw) and the split was failed
   shutdown,   // the member is shutting down; the split was released
   aborted,    // the process is crashing (test and demo hook): nothing was committed or released

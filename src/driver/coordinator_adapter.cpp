@@ -50,6 +50,9 @@ void CoordinatorAdapter::abandon() {
 std::string CoordinatorAdapter::instance_id() const {
   return coordinator_->instance_id();
 }
+bool CoordinatorAdapter::session_live(std::uint64_t session) const {
+  return coordinator_->session_live(session);
+}
 
 void DriverOptions::validate() const {
   using std::chrono::milliseconds;
@@ -107,6 +110,18 @@ int DriverResult::exit_code() const noexcept {
       return exit_codes::bad_config;
   }
   return exit_codes::fatal;
+}
+
+std::string_view to_string(FenceStatus status) noexcept {
+  switch (status) {
+    case FenceStatus::open:
+      return "open";
+    case FenceStatus::refused:
+      return "refused";
+    case FenceStatus::retryable:
+      return "retryable";
+  }
+  return "unknown";
 }
 
 std::string_view to_string(LaneEnd end) noexcept {

@@ -54,6 +54,7 @@ struct Driver::Slot {
   SplitProgress committed;       // the last progress known durable for this tenancy
   SplitProgress final_progress;  // for complete / drain_commit / shutdown_commit
   std::string reason;            // for fail
+  bool sink_refused = false;     // the fail is the answer to a sink fence refusal
   Clock::time_point next_commit_at{};
 
   const std::string& id() const { return grant.spec.id; }

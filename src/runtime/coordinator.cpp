@@ -206,6 +206,13 @@ void Coordinator::abandon() {
   member_->abandon();
 }
 
+bool Coordinator::session_live(std::uint64_t session) const {
+  return member_->session_live(session);
+}
+Clock::time_point Coordinator::session_live_until(std::uint64_t session) const {
+  return member_->session_live_until(session);
+}
+
 std::string Coordinator::instance_id() const {
   return member_->instance_id();
 }

@@ -177,6 +177,7 @@ std::optional<Event> Member::wait_event(std::chrono::milliseconds timeout) {
 void Member::shutdown() {
   std::lock_guard lk(mu_);
   if (stopped_) return;
+  live_.lapse();
   std::vector<std::shared_ptr<Held>> all;
   {
     std::lock_guard slk(shared_mu_);
@@ -208,6 +209,7 @@ void Member::shutdown() {
 
 void Member::abandon() {
   std::lock_guard lk(mu_);
+  live_.lapse();
   stopped_ = true;
   {
     std::lock_guard slk(shared_mu_);

@@ -49,6 +49,7 @@
 #include "runtime/lease_table.hpp"
 #include "runtime/member_metrics.hpp"
 #include "runtime/plan_runner.hpp"
+#include "runtime/session_deadline.hpp"
 
 namespace etlc::runtime {
 
@@ -126,6 +127,10 @@ class Member {
   const std::string& instance_id() const { return instance_; }
   TimePoint clock_now() const { return clock_.now(); }
   std::string nonce() const;
+  // Session `session` (SplitGranted::session) is provably live by this member's clock (see
+  // SessionDeadline); lock-free. session_live_until: until when (min() if not live).
+  bool session_live(std::uint64_t session) const { return live_.live(session, clock_.now()); }
+  TimePoint session_live_until(std::uint64_t session) const { return live_.until(session); }
   bool is_leader() const;
   bool stopped() const;
   std::vector<std::string> held_ids() const;
@@ -178,6 +183,7 @@ class Member {
   void ensure_session(TimePoint now);
   void open_session(TimePoint now);
   void renew_session(TimePoint now);
+  void renewed(TimePoint now, const core::MemberRecord& rec, Revision rev);
   void check_starvation(TimePoint now);
   void lose_all(LossReason reason);
   void go_fatal(const std::string& message, LossReason reason = LossReason::twin);
@@ -291,6 +297,7 @@ class Member {
   Revision session_rev_ = 0;
   core::MemberRecord session_rec_;
   TimePoint last_renew_sent_ok_{};
+  SessionDeadline live_;  // thread-safe on its own: read by user threads
   TimePoint next_renew_{};
   TimePoint retry_at_{};  // backoff after a store failure of the loop
 

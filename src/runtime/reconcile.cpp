@@ -315,7 +315,7 @@ void Member::claim(const std::string& id, TimePoint now) {
   {
     std::lock_guard lk(shared_mu_);
     held_[id] = h;
-    events_.push_back(SplitGranted{h->spec, next.epoch, next.progress});
+    events_.push_back(SplitGranted{h->spec, next.epoch, next.progress, live_.serial()});
     event_cv_.notify_all();
     metrics_.set_owned(held_.size());
   }

@@ -72,8 +72,19 @@ void Member::open_session(TimePoint now) {
   session_rev_ = r.revision;
   session_open_ = true;
   last_renew_sent_ok_ = now;
+  live_.begin(now + config_.lease_duration - config_.op_timeout);
   next_renew_ = now + config_.lease_duration / 3;
   log().info("etlc: {}: session open (nonce {})", instance_, nonce_);
+}
+
+// A renewal sent at `now` was acknowledged: the one place that moves the session's deadline, for
+// the control loop (check_starvation) and for the lanes (live_) alike, so the two never disagree.
+void Member::renewed(TimePoint now, const core::MemberRecord& rec, Revision rev) {
+  session_rec_ = rec;
+  session_rev_ = rev;
+  last_renew_sent_ok_ = now;
+  live_.extend(now + config_.lease_duration - config_.op_timeout);
+  next_renew_ = now + config_.lease_duration / 3;
 }
 
 void Member::renew_session(TimePoint now) {
@@ -92,10 +103,7 @@ void Member::renew_session(TimePoint now) {
     return;
   }
   if (r.ok) {
-    session_rec_ = next;
-    session_rev_ = r.revision;
-    last_renew_sent_ok_ = now;
-    next_renew_ = now + config_.lease_duration / 3;
+    renewed(now, next, r.revision);
     return;
   }
   // Conflict: find out why.
@@ -122,10 +130,7 @@ void Member::renew_session(TimePoint now) {
     log().warn("etlc: {}: replacing its unreadable session record: {}", instance_, e.what());
     WriteResult replaced = store_->update(key, core::encode(next), cur->revision);
     if (replaced.ok) {
-      session_rec_ = next;
-      session_rev_ = replaced.revision;
-      last_renew_sent_ok_ = now;
-      next_renew_ = now + config_.lease_duration / 3;
+      renewed(now, next, replaced.revision);
     } else {
       next_renew_ = now;  // it moved again: look once more at the next step
     }
@@ -158,6 +163,7 @@ void Member::check_starvation(TimePoint now) {
 // and arranges a rejoin under a new nonce. Our leases become "stale own leases" that the next
 // session reclaims.
 void Member::lose_all(LossReason reason) {
+  live_.lapse();  // first: lanes checking their session stop writing before anything else
   std::vector<std::shared_ptr<Held>> all;
   {
     std::lock_guard lk(shared_mu_);

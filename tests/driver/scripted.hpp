@@ -95,6 +95,20 @@ class ScriptedMember : public CoordinatorApi {
   void abandon() override { record({"abandon", {}, {}, {}}); }
   std::string instance_id() const override { return "scripted-member"; }
   std::uint32_t max_in_flight() const override { return max_in_flight_; }
+  bool session_live(std::uint64_t session) const override {
+    std::lock_guard lk(mu_);
+    ++liveness_checks_;
+    return lapsed_.count(session) == 0;
+  }
+  // From now on session `session` is not live (as after a lapse, for good).
+  void lapse_session(std::uint64_t session) {
+    std::lock_guard lk(mu_);
+    lapsed_.insert(session);
+  }
+  std::uint64_t liveness_checks() const {
+    std::lock_guard lk(mu_);
+    return liveness_checks_;
+  }
 
  private:
   CommitResult record(MemberCall c) {
@@ -113,6 +127,8 @@ class ScriptedMember : public CoordinatorApi {
   std::deque<Event> events_;
   std::vector<MemberCall> calls_;
   Answer answer_;
+  std::set<std::uint64_t> lapsed_;
+  mutable std::uint64_t liveness_checks_ = 0;
   std::atomic<bool> started_{false};
   std::uint32_t max_in_flight_;
 };
@@ -124,6 +140,9 @@ struct LaneScript {
   std::uint64_t records = 5;
   std::optional<std::uint64_t> poison_at;  // step() reports poison when at this watermark
   std::optional<std::uint64_t> throw_at;   // step() throws when at this watermark
+  std::optional<std::uint64_t> fenced_at;  // step() reports a sink refusal at this watermark
+  // Runs inside step() right before the "sink write" (the lapse test pauses the member here).
+  std::function<void()> before_write;
   bool throw_on_open = false;
   bool decline_drain = false;
   // Runs inside each step (threaded tests slow steps down to measure concurrency).
@@ -135,6 +154,10 @@ struct LaneScript {
   }
   LaneScript& throwing(std::uint64_t at) {
     throw_at = at;
+    return *this;
+  }
+  LaneScript& fenced(std::uint64_t at) {
+    fenced_at = at;
     return *this;
   }
   LaneScript& unopenable() {
@@ -226,7 +249,18 @@ class ScriptedLane final : public Lane {
     if (script_.poison_at && pos_ == *script_.poison_at) {
       return StepResult::poisoned("bad record at " + std::to_string(pos_));
     }
-    if (pos_ < script_.records) ++pos_;
+    if (script_.fenced_at && pos_ == *script_.fenced_at) {
+      return StepResult::fenced("fence at a newer epoch");
+    }
+    if (script_.before_write) script_.before_write();
+    if (ctx_.live && !ctx_.live()) {
+      src_.log("lapsed " + ctx_.spec.id);  // wrote nothing
+      return StepResult::more();
+    }
+    if (pos_ < script_.records) {
+      ++pos_;
+      src_.log("write " + ctx_.spec.id + "@" + std::to_string(pos_));
+    }
     return pos_ >= script_.records ? StepResult::end() : StepResult::more();
   }
   SplitProgress durable_progress() override {
@@ -263,10 +297,57 @@ inline std::unique_ptr<Lane> ScriptedSource::open(const LaneContext& ctx) {
 }
 
 inline SplitGranted grant(const std::string& id, std::uint64_t epoch = 1,
-                          std::uint64_t watermark = 0) {
+                          std::uint64_t watermark = 0, std::uint64_t session = 1) {
   return SplitGranted{
       SplitSpec{id, "descriptor of " + id, 1}, epoch,
-      SplitProgress{watermark, watermark ? "state@" + std::to_string(watermark) : std::string()}};
+      SplitProgress{watermark, watermark ? "state@" + std::to_string(watermark) : std::string()},
+      session};
 }
+
+// A sink fence whose answers the test chooses: per split, the sink's progress and the epoch its
+// fence stands at; open() raises it like a real sink unless a higher epoch is stored.
+class ScriptedSinkFence final : public SinkFence {
+ public:
+  void set(const std::string& id, std::uint64_t epoch, SplitProgress progress) {
+    std::lock_guard lk(mu_);
+    rows_[id] = Row{epoch, std::move(progress)};
+  }
+  void unreachable_for(int opens) {
+    std::lock_guard lk(mu_);
+    unreachable_ = opens;
+  }
+  std::uint64_t epoch_of(const std::string& id) const {
+    std::lock_guard lk(mu_);
+    auto it = rows_.find(id);
+    return it == rows_.end() ? 0 : it->second.epoch;
+  }
+  std::vector<std::string> opens() const {
+    std::lock_guard lk(mu_);
+    return opens_;
+  }
+  FenceResult open(std::string_view split_id, std::uint64_t epoch) override {
+    std::lock_guard lk(mu_);
+    const std::string id(split_id);
+    opens_.push_back(id + "@" + std::to_string(epoch));
+    if (unreachable_ > 0) {
+      --unreachable_;
+      return FenceResult{FenceStatus::retryable, {}, 0, "connection refused"};
+    }
+    Row& r = rows_[id];
+    if (r.epoch > epoch) return FenceResult{FenceStatus::refused, {}, r.epoch, "scripted"};
+    r.epoch = epoch;
+    return FenceResult{FenceStatus::open, r.progress, 0, {}};
+  }
+
+ private:
+  struct Row {
+    std::uint64_t epoch = 0;
+    SplitProgress progress;
+  };
+  mutable std::mutex mu_;
+  std::map<std::string, Row> rows_;
+  std::vector<std::string> opens_;
+  int unreachable_ = 0;
+};
 
 }  // namespace etlc::testing

@@ -370,7 +370,10 @@ void History::on_operator_write(OpKind kind, std::string_view key) {
     // Not a renewal and not an expiry: the last readable session (and when it was renewed) is
     // what peers judge it by. A delete ends the session like an expiry would, unchecked.
     if (erase) {
-      members_.erase(*mid);
+      if (auto it = members_.find(*mid); it != members_.end()) {
+        operator_ended_.insert(*mid + '\n' + it->second.rec.nonce);
+        members_.erase(it);
+      }
     } else if (auto it = members_.find(*mid); it != members_.end()) {
       it->second.damaged = true;
     }

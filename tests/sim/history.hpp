@@ -25,6 +25,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -151,6 +152,15 @@ class History {
   const std::optional<core::LeaderRecord>& leader() const { return leader_; }
   std::uint64_t assign_writes() const { return assign_writes_; }
   bool session_live(const std::string& instance, const std::string& nonce) const;
+  // The session record still belongs to this session: not deleted, not taken by another nonce.
+  // Unlike session_live, an operator's damage does not end it (its owner replaces the record).
+  // Nor does the operator's delete: the session's owner cannot know of it before its next
+  // renewal, and nothing but expiry (after a lease without renewals) ends a session by the rules.
+  bool session_not_ended(const std::string& instance, const std::string& nonce) const {
+    if (operator_ended_.count(instance + '\n' + nonce)) return true;
+    auto it = members_.find(instance);
+    return it != members_.end() && it->second.rec.nonce == nonce;
+  }
   std::size_t split_index(std::string_view id) const;  // npos if not a planned id
   static std::string split_id(std::size_t index);
 
@@ -188,6 +198,7 @@ class History {
 
   std::unordered_map<std::string, SplitTruth> splits_;
   std::map<std::string, MemberTruth> members_;
+  std::set<std::string> operator_ended_;  // "instance\nnonce" of sessions the operator deleted
   std::map<std::string, core::LeaseRecord> leases_;
   std::map<std::string, core::AssignmentRecord> assigns_;
   std::optional<core::PlanRecord> plan_;

@@ -109,6 +109,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> failed;
   RunStats total;
   HistoryStats htotal;
+  SinkStats stotal;
   for (std::uint64_t k = 0; k < args.seeds; ++k) {
     const std::uint64_t seed = args.from + k;
     const RunParams params = make_params(seed, args.scenario, args.faults);
@@ -150,6 +151,17 @@ int main(int argc, char** argv) {
     htotal.rebuilds += r.history.rebuilds;
     htotal.parked += r.history.parked;
     htotal.requeued += r.history.requeued;
+    stotal.opens += r.sink.opens;
+    stotal.writes += r.sink.writes;
+    stotal.records += r.sink.records;
+    stotal.refused += r.sink.refused;
+    stotal.failed += r.sink.failed;
+    stotal.unknown += r.sink.unknown;
+    stotal.late += r.sink.late;
+    stotal.settled_landed += r.sink.settled_landed;
+    stotal.sink_resumes += r.sink.sink_resumes;
+    stotal.lapsed_lanes += r.sink.lapsed_lanes;
+    stotal.zombie_refusals += r.sink.zombie_refusals;
     if (args.trace) {
       for (const auto& rec : r.full) std::printf("%s\n", Trace::format(rec, r.actors).c_str());
       std::printf("trace hash %016llx, %llu events\n",
@@ -222,6 +234,14 @@ int main(int argc, char** argv) {
       "operator: {} records damaged, {} split records rebuilt, {} splits parked for their spec, "
       "{} requeued\n",
       htotal.operator_writes, htotal.rebuilds, htotal.parked, htotal.requeued);
+  fmt::print(
+      "sink: {} opens, {} transactions writing {} records, {} refused by the fence ({} lanes then "
+      "fenced by the store), {} failed and {} unknown-outcome transactions ({} landing late, {} "
+      "found landed), {} grants resumed from the sink's watermark, {} lanes stopped after a "
+      "session lapse\n",
+      stotal.opens, stotal.writes, stotal.records, stotal.refused, stotal.zombie_refusals,
+      stotal.failed, stotal.unknown, stotal.late, stotal.settled_landed, stotal.sink_resumes,
+      stotal.lapsed_lanes);
   std::fflush(stdout);
   if (!failed.empty()) {
     std::string list;

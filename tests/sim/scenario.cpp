@@ -34,6 +34,8 @@ const std::vector<Named>& table() {
       r.op_fail = 0.02;
       r.op_unknown = 0.02;
       r.partition_per_s = 0.04;
+      r.sink_fail = 0.02;
+      r.sink_unknown = 0.02;
     });
     add("watch", [](FaultRates& r) {
       r.watch_delay_per_s = 0.15;
@@ -69,6 +71,8 @@ const std::vector<Named>& table() {
       r.stale_per_s = 0.04;
       r.op_fail = 0.01;
       r.op_unknown = 0.01;
+      r.sink_fail = 0.01;
+      r.sink_unknown = 0.01;
       r.planner_fail = 0.1;
       r.skew_ppm = 10'000;
       r.grow = false;
@@ -185,6 +189,14 @@ ShapeOverrides parse_overrides(std::string_view text, FaultRates& r) {
       r.poison = parse_bool(name, value);
     } else if (name == "unsafe") {
       r.unsafe_commit_without_fence = parse_bool(name, value);
+    } else if (name == "sink_fail") {
+      r.sink_fail = std::min(0.5, parse_double(name, value));
+    } else if (name == "sink_unknown") {
+      r.sink_unknown = std::min(0.5, parse_double(name, value));
+    } else if (name == "unsafe_sink") {
+      r.unsafe_sink_without_fence = parse_bool(name, value);
+    } else if (name == "unsafe_lapse") {
+      r.unsafe_ignore_lapse = parse_bool(name, value);
     } else if (name == "members") {
       shape.members = std::clamp(static_cast<int>(parse_double(name, value)), 1, 12);
     } else if (name == "splits") {
@@ -196,8 +208,8 @@ ShapeOverrides parse_overrides(std::string_view text, FaultRates& r) {
       throw std::invalid_argument(fmt::format(
           "--faults: unknown name '{}' (crash, restart_same_id, pause, leader_crash, partition, "
           "watch_drop, watch_delay, stale, operator, op_fail, op_unknown, planner_fail, skew_ppm, "
-          "grow, "
-          "poison, unsafe, members, splits, fault_s)",
+          "grow, poison, unsafe, sink_fail, sink_unknown, unsafe_sink, unsafe_lapse, members, "
+          "splits, fault_s)",
           name));
     }
   }

@@ -35,6 +35,10 @@ struct FaultRates {
   bool grow = false;              // the plan is open and grows on every re-plan
   bool poison = false;            // some splits always fail()
   bool unsafe_commit_without_fence = false;  // test-only: disables the epoch check on commits
+  double sink_fail = 0;     // a sink transaction fails, nothing applied (sim_sink.hpp)
+  double sink_unknown = 0;  // a sink transaction's outcome is unknown: dropped, applied, late
+  bool unsafe_sink_without_fence = false;  // test-only: the sink checks no epoch
+  bool unsafe_ignore_lapse = false;  // test-only: lanes that should check their session do not
 };
 
 enum class PlanShape : std::uint8_t { final_plan, open_grows_then_final, open_grows_forever };

@@ -133,6 +133,14 @@ TEST(SimRegression, ALoneMemberRecoversFromAnOutageLongerThanItsLease_Lone) {
   EXPECT_GT(partitions, 0u);
 }
 
+// The operator twice overwrote a live member's own session record; the member replaced it, but
+// that renewal did not move the deadline its lanes check: a lane stopped as if the session had
+// lapsed while the control loop kept the split, and nobody worked it again.
+TEST(SimRegression, ReplacingAnUnreadableSessionRenewsItForTheLanesToo_Operator197) {
+  const RunResult r = run(197, "operator");
+  EXPECT_TRUE(r.ok()) << r.report();
+}
+
 // --- determinism
 // ----------------------------------------------------------------------------------
 
@@ -185,6 +193,72 @@ TEST(SimChecker, CommitsWithoutTheFenceAreCaught) {
       << caught->report();
   const RunResult fenced = run(caught->params.seed, "zombie");
   EXPECT_TRUE(fenced.ok()) << fenced.report();
+}
+
+// With the sink's fence off (the sink accepts a batch whatever its epoch), a zombie's batch after
+// a takeover writes records the new owner writes again: invariant 7 must catch it, and the same
+// seed with the fence passes.
+TEST(SimChecker, SinkWritesWithoutTheFenceAreCaught) {
+  constexpr std::uint64_t kSeeds = 40;
+  std::optional<RunResult> caught;
+  for (std::uint64_t seed = 1; seed <= kSeeds && !caught; ++seed) {
+    RunResult r = run(seed, "zombie", "unsafe_sink=1");
+    if (!r.ok()) caught = std::move(r);
+  }
+  ASSERT_TRUE(caught.has_value()) << "no violation in " << kSeeds
+                                  << " zombie seeds with the sink fence off";
+  EXPECT_EQ(caught->violation->invariant, 7) << caught->report();
+  EXPECT_NE(caught->violation->message.find("written to the sink twice"), std::string::npos)
+      << caught->report();
+  const RunResult fenced = run(caught->params.seed, "zombie");
+  EXPECT_TRUE(fenced.ok()) << fenced.report();
+}
+
+// Lanes of half the processes stop when their session may have lapsed (as the Driver's do) and
+// are held to it: a call or sink write only while their session is live in the store. With that
+// check skipped by those lanes, a woken zombie writes at once: invariant 8 must catch it.
+TEST(SimChecker, LanesThatIgnoreTheLapseAreCaught) {
+  constexpr std::uint64_t kSeeds = 40;
+  std::optional<RunResult> caught;
+  for (std::uint64_t seed = 1; seed <= kSeeds && !caught; ++seed) {
+    RunResult r = run(seed, "zombie", "unsafe_lapse=1");
+    if (!r.ok()) caught = std::move(r);
+  }
+  ASSERT_TRUE(caught.has_value()) << "no violation in " << kSeeds << " zombie seeds";
+  EXPECT_EQ(caught->violation->invariant, 8) << caught->report();
+  const RunResult checked = run(caught->params.seed, "zombie");
+  EXPECT_TRUE(checked.ok()) << checked.report();
+  EXPECT_GT(checked.sink.lapsed_lanes, 0u) << "the lapse check stopped lanes";
+}
+
+// The sink's own faults are injected and survived: transactions that fail, unknown outcomes
+// (some landing late, some found landed on a re-read), refusals of zombies' batches answered
+// fenced by the coordination store, grants resumed from the sink's watermark.
+TEST(SimFaults, TheSinkFailsLosesAndDelaysTransactionsAndTheFenceRefusesZombies) {
+  SinkStats total;
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    for (const char* scenario : {"store", "pause"}) {
+      const RunResult r = run(seed, scenario, "sink_fail=0.03,sink_unknown=0.03");
+      ASSERT_TRUE(r.ok()) << r.report();
+      total.failed += r.sink.failed;
+      total.unknown += r.sink.unknown;
+      total.late += r.sink.late;
+      total.settled_landed += r.sink.settled_landed;
+      total.refused += r.sink.refused;
+      total.zombie_refusals += r.sink.zombie_refusals;
+      total.sink_resumes += r.sink.sink_resumes;
+      total.lapsed_lanes += r.sink.lapsed_lanes;
+      EXPECT_EQ(r.history.duplicates, 0u) << "a record reached the sink twice";
+    }
+  }
+  EXPECT_GT(total.failed, 0u);
+  EXPECT_GT(total.unknown, 0u);
+  EXPECT_GT(total.late, 0u);
+  EXPECT_GT(total.settled_landed, 0u);
+  EXPECT_GT(total.refused, 0u);
+  EXPECT_GT(total.zombie_refusals, 0u);
+  EXPECT_GT(total.sink_resumes, 0u);
+  EXPECT_GT(total.lapsed_lanes, 0u);
 }
 
 TEST(SimChecker, AViolationReportNamesSeedInvariantReplayAndTrace) {

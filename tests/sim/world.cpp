@@ -19,6 +19,7 @@
 #include "rng.hpp"
 #include "runtime/member.hpp"
 #include "sim_planner.hpp"
+#include "sim_sink.hpp"
 #include "sim_store.hpp"
 
 namespace etlc::sim {
@@ -73,6 +74,7 @@ struct Lane {
   bool resume_first = false;  // resumed from a pause: commit before the control loop runs
   VirtualNs next_at = kNever;
   int since_commit = 0;
+  SinkLane sink;  // its side of the fenced sink (sim_sink.hpp)
 };
 
 struct Incarnation {
@@ -87,6 +89,7 @@ struct Incarnation {
   std::unique_ptr<runtime::Member> member;
   std::map<std::string, Lane> lanes;
   double p_coop = 0.7, p_decline = 0.15;  // revocations: cooperate, decline, else wedge
+  bool checks_session = false;  // lanes stop when their session may have lapsed (as the Driver)
   int commit_every = 2;
   VirtualNs next_step_at = 0;
   VirtualNs last_step_at = -1;
@@ -183,6 +186,9 @@ class World final : public FleetView {
   void step(Incarnation& inc);
   void lane_action(Incarnation& inc, const std::string& id);
   CommitResult user_call(Incarnation& inc, CallKind kind, Lane& lane, std::uint64_t watermark);
+  // A lane of a process that checks its session: it may send only while that session is live in
+  // the store (invariant 8). False (and the lane dropped) when the session may have lapsed.
+  bool lane_may_write(Incarnation& inc, const std::string& id);
   void handle_event(Incarnation& inc, const Event& e);
   void pump_all();
   void late_write();
@@ -204,6 +210,7 @@ class World final : public FleetView {
   VirtualTime time_;
   Trace trace_;
   History history_;
+  SimSink sink_{p_, time_, trace_, history_};  // the sink database, fenced by the epoch
   Rng sched_, faults_, source_, proc_;
   bool faults_on_ = true;
   std::shared_ptr<MemoryStore> mem_ = std::make_shared<MemoryStore>();
@@ -255,6 +262,7 @@ Incarnation& World::spawn(std::size_t slot, const std::string& instance, Virtual
   inc->p_coop = 0.5 + 0.45 * u;
   inc->p_decline = (1 - inc->p_coop) / 2;
   inc->commit_every = static_cast<int>(proc_.range(1, 4));
+  inc->checks_session = sink_.rng().chance(0.5);
 
   CoordinatorConfig c;
   c.instance_id = instance;
@@ -428,6 +436,12 @@ CommitResult World::user_call(Incarnation& inc, CallKind kind, Lane& lane,
                               std::uint64_t watermark) {
   begin_call();
   ++stats_.calls;
+  if (inc.checks_session && kind != CallKind::decline_revoke &&
+      !history_.session_not_ended(inc.instance, lane.sink.nonce)) {
+    history_.fail(8, fmt::format("{} sent a call for split {} after its session {} ended in the "
+                                 "store (a lane must stop once its session may have lapsed)",
+                                 names_[inc.id], lane.id, lane.sink.nonce));
+  }
   const std::string id = lane.id;
   const std::uint64_t epoch = lane.epoch;
   CommitResult r;
@@ -489,7 +503,20 @@ CommitResult World::user_call(Incarnation& inc, CallKind kind, Lane& lane,
   return r;
 }
 
+bool World::lane_may_write(Incarnation& inc, const std::string& id) {
+  Lane& lane = inc.lanes.at(id);
+  if (!inc.checks_session || lane.mode == Lane::Mode::wedged) return true;
+  if (p_.faults.unsafe_ignore_lapse) return true;  // test-only: invariant 8 must catch it
+  if (inc.member->session_live(lane.sink.session)) return true;
+  trace_.add(time_.now(), TraceKind::note, inc.id,
+             fmt::format("lane of {} stops: its session may have lapsed", id));
+  sink_.count_lapsed_lane();
+  inc.lanes.erase(id);
+  return false;
+}
+
 void World::lane_action(Incarnation& inc, const std::string& id) {
+  if (!lane_may_write(inc, id)) return;
   Lane& lane = inc.lanes.at(id);
   const VirtualNs now = time_.now();
   auto finish = [&](CommitResult r, bool terminal_on_durable) {
@@ -525,7 +552,9 @@ void World::lane_action(Incarnation& inc, const std::string& id) {
   }
   if (lane.resume_first) {
     lane.resume_first = false;
-    if (lane.next > lane.durable) {
+    // A zombie's first act: commit what it had (the store fences it), or, half of the time, flush
+    // a batch to the sink (the sink's fence refuses it once the new owner opened the split).
+    if (lane.next > lane.durable && !sink_.rng().chance(0.5)) {
       ++stats_.zombie_commits;
       const std::uint64_t wm = lane.next;
       CommitResult r = user_call(inc, CallKind::commit, lane, wm);
@@ -533,6 +562,19 @@ void World::lane_action(Incarnation& inc, const std::string& id) {
       finish(r, false);
       return;
     }
+  }
+  // The sink's fence stands at a newer epoch: report the split failed at once, as the Driver
+  // does. The coordination store must answer fenced (a newer owner exists).
+  auto report_refusal = [&] {
+    const std::size_t index = lane.index;
+    const std::uint64_t epoch = lane.epoch;
+    const CommitResult r = user_call(inc, CallKind::fail, lane, lane.durable);
+    sink_.on_refusal_answer(index, epoch, r.durable());
+    finish(r, true);
+  };
+  if (lane.sink.refused) {
+    report_refusal();
+    return;
   }
   if (frozen_) {
     lane.next_at = kNever;  // the source is frozen: hold the split, emit nothing
@@ -542,11 +584,29 @@ void World::lane_action(Incarnation& inc, const std::string& id) {
     finish(user_call(inc, CallKind::fail, lane, lane.durable), true);
     return;
   }
-  if (lane.next < lane.count) {
-    const std::uint64_t k = std::min<std::uint64_t>(
-        static_cast<std::uint64_t>(source_.range(1, p_.lane_max_batch)), lane.count - lane.next);
-    history_.on_emit(inc.id, lane.index, lane.next, k);
-    lane.next += k;
+  if (lane.next < lane.count || !lane.sink.opened) {
+    // Records reach the sink in one fenced transaction per batch (sim_sink.hpp); the lane
+    // advances only past what the sink made durable.
+    const std::uint64_t k =
+        lane.next < lane.count
+            ? std::min<std::uint64_t>(
+                  static_cast<std::uint64_t>(source_.range(1, p_.lane_max_batch)),
+                  lane.count - lane.next)
+            : 0;
+    if (inc.checks_session && !history_.session_not_ended(inc.instance, lane.sink.nonce)) {
+      history_.fail(8, fmt::format("{} wrote split {} to the sink after its session {} ended in "
+                                   "the store",
+                                   names_[inc.id], lane.id, lane.sink.nonce));
+    }
+    lane.next = sink_.emit(inc.id, lane.index, lane.epoch, lane.sink, lane.next, k);
+    if (lane.sink.refused) {
+      report_refusal();
+      return;
+    }
+    if (!lane.sink.opened) {
+      lane.next_at = now + lane_pause();
+      return;
+    }
   }
   if (lane.next >= lane.count && !lane.poison) {
     finish(user_call(inc, CallKind::complete, lane, lane.count), true);
@@ -605,6 +665,8 @@ void World::handle_event(Incarnation& inc, const Event& e) {
     lane.epoch = g->epoch;
     lane.count = p_.records[idx];
     lane.next = lane.durable = g->progress.watermark;
+    lane.sink.session = g->session;
+    lane.sink.nonce = inc.member->nonce();
     lane.poison = p_.poison.count(idx) > 0;
     lane.poison_at = lane.count == 0 ? 0 : source_.below(lane.count);
     lane.next_at = now + lane_pause();
@@ -780,6 +842,7 @@ void World::operator_damage() {
 void World::end_faults() {
   const VirtualNs now = time_.now();
   faults_on_ = false;
+  sink_.set_faults(false);
   phase_ = Phase::converge;
   trace_.add(now, TraceKind::phase, -1, phase_name(phase_));
   for (auto& inc : incs_) {
@@ -1124,6 +1187,7 @@ RunResult World::run() {
     }
   }
 
+  if (phase_ == Phase::done && !history_.violation()) sink_.check_final(history_);
   RunResult r;
   r.params = p_;
   r.violation = history_.violation();
@@ -1136,6 +1200,7 @@ RunResult World::run() {
   stats_.planner_failures = planner_->failures;
   r.stats = stats_;
   r.history = history_.stats();
+  r.sink = sink_.stats();
   r.tail = trace_.tail();
   r.full = trace_.all();
   r.actors = names_;

@@ -26,6 +26,7 @@
 
 #include "history.hpp"
 #include "scenario.hpp"
+#include "sim_sink.hpp"
 #include "trace.hpp"
 
 namespace etlc::sim {
@@ -59,6 +60,7 @@ struct RunResult {
   double real_s = 0;
   RunStats stats;
   HistoryStats history;
+  SinkStats sink;
   std::deque<TraceRecord> tail;
   std::vector<TraceRecord> full;    // with keep_full_trace
   std::vector<std::string> actors;  // incarnation number -> "m03#7"
