@@ -1,11 +1,13 @@
-// build_status: the operator's picture of a job from one snapshot of its records. Mirrors what the
-// leader reads (publish.cpp): a member's lane budget is zero when it is cordoned, has no session
-// or carries another fingerprint; an assignment record below the plan's term counts as none.
+// build_status: the operator's picture of a job from one snapshot of its records, by the rules the
+// leader assigns with (core/assignment_rules.hpp): a member's lane budget is zero when it is
+// cordoned, has no session, carries another fingerprint or advertises an impossible budget; an
+// assignment record below the plan's term counts as none.
 #include <algorithm>
 #include <limits>
 #include <set>
 
 #include "admin/job_snapshot.hpp"
+#include "core/assignment_rules.hpp"
 
 namespace etlc::admin {
 
@@ -46,7 +48,7 @@ const core::AssignmentRecord* current_assignment(const JobSnapshot& snap, const 
   auto it = snap.assigns.find(id);
   if (it == snap.assigns.end()) return nullptr;
   const std::uint64_t plan_term = snap.plan ? snap.plan->term : 0;
-  return it->second.term >= plan_term ? &it->second : nullptr;
+  return core::assignment_in_force(it->second.term, plan_term) ? &it->second : nullptr;
 }
 
 bool assigned_to(const core::AssignmentRecord& a, const std::string& split) {
@@ -113,7 +115,12 @@ JobStatus build_status(const JobSnapshot& snap) {
       m.assigned = it->second.splits.size();
       m.assignment_term = it->second.term;
     }
-    m.lane_budget = m.has_session && m.fingerprint_matches && !m.cordoned ? m.max_in_flight : 0;
+    if (auto it = snap.members.find(id); it != snap.members.end()) {
+      // The leader's own rule: a plan's fingerprint, or this member's when there is no plan yet.
+      m.lane_budget = core::lane_budget(
+          it->second.rec, snap.plan ? snap.plan->fingerprint : it->second.rec.fingerprint,
+          m.cordoned);
+    }
     by_id.emplace(id, std::move(m));
   }
 

@@ -57,6 +57,46 @@ ClaimDecision decide_claim(const SplitRecord& record, const std::optional<LeaseR
   return d;
 }
 
+LeaseStep decide_lease_step(const std::optional<LeaseRecord>& lease, std::string_view self_instance,
+                            std::string_view self_nonce, bool owner_live_in_view) {
+  if (!lease || (lease->owner == self_instance && lease->nonce == self_nonce)) {
+    return LeaseStep::proceed;
+  }
+  // An earlier process of this instance: its session is gone once ours exists, so its lease is
+  // dead (the point read confirms). Another member's: wait while its session looks live.
+  const bool ours_before = lease->owner == self_instance;
+  return !ours_before && owner_live_in_view ? LeaseStep::wait : LeaseStep::clear_dead;
+}
+
+ClaimPlan plan_claim(const SplitRecord& record, const ClaimFacts& facts) {
+  ClaimPlan p;
+  p.decision =
+      decide_claim(record, std::nullopt, facts.self_instance, facts.self_nonce, facts.max_attempts);
+  ClaimDecision& d = p.decision;
+  if (d.refusal == ClaimRefusal::terminal) {
+    p.action = ClaimAction::retry_later;
+    return p;
+  }
+  if (d.refusal != ClaimRefusal::none && d.refusal != ClaimRefusal::already_held) return p;
+  const bool waived = (d.kind == ClaimKind::reclaim && facts.owner_nonce_benign) ||
+                      (d.kind == ClaimKind::takeover && facts.owner_session_live);
+  if (waived) {
+    d.consumes_attempt = false;
+    d.attempts_after = record.attempts;
+    d.quarantine = false;
+  }
+  const bool adopt = d.refusal == ClaimRefusal::already_held;
+  p.epoch = adopt ? record.epoch : record.epoch + 1;
+  if (facts.spec_problem) {
+    p.action = ClaimAction::park;
+  } else if (adopt) {
+    p.action = ClaimAction::adopt;
+  } else {
+    p.action = d.quarantine ? ClaimAction::quarantine : ClaimAction::claim;
+  }
+  return p;
+}
+
 FailDecision decide_fail(const SplitRecord& record, std::uint32_t max_attempts) {
   check_max_attempts(max_attempts);
   const std::uint32_t after = plus_one(record.attempts);

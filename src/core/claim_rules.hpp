@@ -63,6 +63,58 @@ ClaimDecision decide_claim(const SplitRecord& record, const std::optional<LeaseR
                            std::string_view self_instance, std::string_view self_nonce,
                            std::uint32_t max_attempts);
 
+// --- the whole claim, from every fact the claimer gathered -------------------------------------
+//
+// A claim runs in two phases with reads in between; each phase is decided here and the runtime
+// only executes the steps (runtime/claim.cpp).
+
+// Phase 1, from the lease view (before reading anything): may the claim go on?
+enum class LeaseStep : std::uint8_t {
+  proceed,     // no lease, or this very session's (an earlier unknown-outcome create of ours)
+  wait,        // another member's lease whose session looks live: wait for its release or death
+  clear_dead,  // a lease of an earlier process of ours, or another member's whose session looks
+               // gone: confirm by a point read that its session is gone, then delete it
+};
+// `owner_live_in_view`: the lease's owner session (instance and nonce) is in the session view.
+LeaseStep decide_lease_step(const std::optional<LeaseRecord>& lease, std::string_view self_instance,
+                            std::string_view self_nonce, bool owner_live_in_view);
+
+// Phase 2: everything known after reading the fence (split.{id}) and the spec.
+struct ClaimFacts {
+  std::string_view self_instance;
+  std::string_view self_nonce;
+  std::uint32_t max_attempts = 1;
+  // The record names one of this process's own earlier sessions that ended without a crash
+  // (starved, expired): reclaiming from it is not poison evidence.
+  bool owner_nonce_benign = false;
+  // The record names another member whose session lives, by the view and a point read both: it
+  // holds no lease, so it released the split or never held it (its claim CAS landed late). Not a
+  // crash either (sim bugs 7 and 11: view and read must agree).
+  bool owner_session_live = false;
+  // spec.{id} cannot be used (unreadable, or missing for two leases): what is wrong with it.
+  std::optional<std::string> spec_problem;
+};
+
+enum class ClaimAction : std::uint8_t {
+  retry_later,  // the split is completed or quarantined: the leader will drop it
+  skip,         // refused for now (see the decision's refusal): try again on a later pass
+  adopt,        // the record already names this process: hold it at its epoch, no write
+  park,         // take the lease, then park the split for its spec (core/repair_rules.hpp)
+  quarantine,   // take the lease, then quarantine (attempts reach max_attempts)
+  claim,        // take the lease, then CAS the record to `epoch` naming this process
+};
+
+struct ClaimPlan {
+  ClaimAction action = ClaimAction::skip;
+  ClaimDecision decision;   // kind, attempts_after (after the waivers)
+  std::uint64_t epoch = 0;  // the tenancy's epoch (adopt: the record's; claim: one more)
+};
+
+// Applies decide_claim (with no lease: phase 1 settled it), then the waivers (a benign reclaim or
+// a live owner consume no attempt and cannot quarantine), then the spec: a split whose spec is
+// unusable is parked rather than claimed.
+ClaimPlan plan_claim(const SplitRecord& record, const ClaimFacts& facts);
+
 // The owner's own fail() (the source reported the split unprocessable): one attempt consumed,
 // and whether that reaches the cap (then the split is quarantined rather than released).
 struct FailDecision {

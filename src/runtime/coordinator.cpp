@@ -146,7 +146,7 @@ Clock::time_point Coordinator::step() {
 }
 
 std::optional<Event> Coordinator::poll() {
-  return member_->poll_event();
+  return member_->splits().poll_event();
 }
 
 std::optional<Event> Coordinator::wait_event(std::chrono::milliseconds timeout) {
@@ -155,34 +155,34 @@ std::optional<Event> Coordinator::wait_event(std::chrono::milliseconds timeout) 
     std::lock_guard lk(loop_->mu);
     threaded = loop_->thread.joinable();
   }
-  return threaded ? member_->wait_event(timeout) : member_->poll_event();
+  return threaded ? member_->splits().wait_event(timeout) : member_->splits().poll_event();
 }
 
 CommitResult Coordinator::commit(std::string_view split_id, const SplitProgress& progress,
                                  std::uint64_t epoch) {
-  return member_->commit(split_id, progress, epoch);
+  return member_->splits().commit(split_id, progress, epoch);
 }
 
 CommitResult Coordinator::complete(std::string_view split_id, const SplitProgress& progress,
                                    std::uint64_t epoch) {
-  return member_->complete(split_id, progress, epoch);
+  return member_->splits().complete(split_id, progress, epoch);
 }
 
 CommitResult Coordinator::fail(std::string_view split_id, std::string_view reason,
                                std::uint64_t epoch) {
-  return member_->fail(split_id, reason, epoch);
+  return member_->splits().fail(split_id, reason, epoch);
 }
 
 void Coordinator::release(std::span<const std::string> split_ids) {
-  member_->release(split_ids);
+  member_->splits().release(split_ids);
 }
 
 CommitResult Coordinator::release_drained(std::string_view split_id, std::uint64_t epoch) {
-  return member_->release_drained(split_id, epoch);
+  return member_->splits().release_drained(split_id, epoch);
 }
 
 void Coordinator::decline_revoke(std::string_view split_id, std::uint64_t epoch) {
-  member_->decline_revoke(split_id, epoch);
+  member_->splits().decline_revoke(split_id, epoch);
 }
 
 namespace {

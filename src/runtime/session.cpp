@@ -1,123 +1,143 @@
-// Session liveness: one member.{instance} record per process, renewed by CAS every lease/3.
-//
-// The renewal is the first thing every step does, and every other slice of work in a step is
-// bounded, so bulk work never delays it. A member that has not had a renewal acknowledged within
-// lease - op_timeout of the *send* time of its last successful one stops its lanes itself
-// (starved) before any peer may expire it. A renewal that finds the record gone was expired by
-// peers; one that finds another nonce means a second live process uses this instance id: the
-// newer process wins (it adopted the record), the older one stops with a Fatal event.
+// Session: open, renew, starve, expire, twin (session.hpp).
+#include "runtime/session.hpp"
+
 #include <fmt/format.h>
-#include "log.hpp"
 
 #include <random>
 
 #include "core/keys.hpp"
-#include "runtime/member.hpp"
+#include "log.hpp"
 
 namespace etlc::runtime {
 
-std::string Member::fresh_nonce() {
-  if (options_.nonce_source) return options_.nonce_source();
+namespace {
+constexpr std::size_t kMaxBenignNonces = 16;
+
+std::string random_nonce() {
   std::random_device rd;
   std::uniform_int_distribution<std::uint64_t> dist;
   return fmt::format("{:016x}{:016x}", dist(rd), dist(rd));
 }
+}  // namespace
 
-void Member::ensure_session(TimePoint now) {
-  if (!session_open_) {
-    open_session(now);
-    return;
-  }
-  check_starvation(now);
-  if (session_open_ && now >= next_renew_) renew_session(now);
+Session::Session(const MemberContext& ctx, std::string first_nonce,
+                 std::function<std::string()> nonce_source)
+    : ctx_(ctx), nonce_source_(std::move(nonce_source)), nonce_(std::move(first_nonce)) {
+  if (!nonce_source_) nonce_source_ = random_nonce;
+  if (nonce_.empty()) nonce_ = nonce_source_();
 }
 
-void Member::open_session(TimePoint now) {
-  const std::string key = core::member_key(instance_);
-  core::MemberRecord rec;
-  rec.instance = instance_;
-  rec.nonce = nonce_;
-  rec.fingerprint = fingerprint_;
-  rec.max_in_flight = config_.max_in_flight;
-  rec.lease_ms = static_cast<std::uint64_t>(config_.lease_duration.count());
-  rec.counter = 0;
+Session::Tick Session::tick(TimePoint now) {
+  Tick out;
+  if (!open_) {
+    out.status = now >= retry_at_ && open(now) ? Status::live : Status::joining;
+    return out;
+  }
+  if (starved(now)) {
+    log().warn(
+        "etlc: {}: no session renewal acknowledged for {} ms; stopping lanes (starved)",
+        ctx_.instance,
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - last_renew_sent_ok_).count());
+    out.status = Status::starved;
+    return out;
+  }
+  if (now >= next_renew_) renew(now, out);
+  return out;
+}
 
-  auto existing = store_->get(key);
+bool Session::starved(TimePoint now) const {
+  return now - last_renew_sent_ok_ >= ctx_.config.lease_duration - ctx_.config.op_timeout;
+}
+
+bool Session::open(TimePoint now) {
+  const std::string key = core::member_key(ctx_.instance);
+  core::MemberRecord rec;
+  rec.instance = ctx_.instance;
+  rec.nonce = nonce_;
+  rec.fingerprint = ctx_.fingerprint;
+  rec.max_in_flight = ctx_.config.max_in_flight;
+  rec.lease_ms = static_cast<std::uint64_t>(ctx_.config.lease_duration.count());
+  rec.counter = 0;
+  auto existing = ctx_.store.get(key);
   WriteResult r;
   if (!existing) {
-    r = store_->create(key, core::encode(rec));
+    r = ctx_.store.create(key, core::encode(rec));
   } else {
     // A record under our id: our own earlier process (crashed or restarted), our own
     // unknown-outcome create, or a live twin. Newer wins: adopt it; a live twin will find our
     // nonce at its next renewal and stop.
-    std::optional<core::MemberRecord> old;
     try {
-      old = core::decode_member(key, existing->value);
+      const core::MemberRecord old = core::decode_member(key, existing->value);
+      if (old.nonce != nonce_) {
+        log().info("etlc: {}: adopting the session of an earlier process (nonce {})", ctx_.instance,
+                   old.nonce);
+      }
+      rec.counter = old.counter + 1;
     } catch (const core::RecordError& e) {
-      log().warn("etlc: {}: replacing unreadable session record: {}", instance_, e.what());
+      log().warn("etlc: {}: replacing unreadable session record: {}", ctx_.instance, e.what());
     }
-    if (old && old->nonce != nonce_) {
-      log().info("etlc: {}: adopting the session of an earlier process (nonce {})", instance_,
-                 old->nonce);
-    }
-    if (old) rec.counter = old->counter + 1;
-    r = store_->update(key, core::encode(rec), existing->revision);
+    r = ctx_.store.update(key, core::encode(rec), existing->revision);
   }
   if (!r.ok) {
-    // Lost a race for our own record (a twin starting at the same moment); retry next step.
+    // Lost a race for our own record (a twin starting at the same moment); retry soon.
     retry_at_ = now + std::chrono::milliseconds(50);
-    return;
+    return false;
   }
-  session_rec_ = rec;
-  session_rev_ = r.revision;
-  session_open_ = true;
-  last_renew_sent_ok_ = now;
-  live_.begin(now + config_.lease_duration - config_.op_timeout);
-  next_renew_ = now + config_.lease_duration / 3;
-  log().info("etlc: {}: session open (nonce {})", instance_, nonce_);
+  open_ = true;
+  live_.begin(now + ctx_.config.lease_duration - ctx_.config.op_timeout);
+  renewed(now, rec, r.revision);
+  log().info("etlc: {}: session open (nonce {})", ctx_.instance, nonce_);
+  return true;
 }
 
 // A renewal sent at `now` was acknowledged: the one place that moves the session's deadline, for
-// the control loop (check_starvation) and for the lanes (live_) alike, so the two never disagree.
-void Member::renewed(TimePoint now, const core::MemberRecord& rec, Revision rev) {
-  session_rec_ = rec;
-  session_rev_ = rev;
+// the control loop (starved) and for the lanes (live_) alike, so the two never disagree.
+void Session::renewed(TimePoint now, const core::MemberRecord& rec, Revision rev) {
+  rec_ = rec;
+  rev_ = rev;
   last_renew_sent_ok_ = now;
-  live_.extend(now + config_.lease_duration - config_.op_timeout);
-  next_renew_ = now + config_.lease_duration / 3;
+  live_.extend(now + ctx_.config.lease_duration - ctx_.config.op_timeout);
+  next_renew_ = now + ctx_.config.lease_duration / 3;
 }
 
-void Member::renew_session(TimePoint now) {
-  const std::string key = core::member_key(instance_);
-  core::MemberRecord next = session_rec_;
+void Session::retry_soon(TimePoint now) {
+  next_renew_ =
+      now + std::max<Duration>(ctx_.config.lease_duration / 30, std::chrono::milliseconds(20));
+}
+
+void Session::renew(TimePoint now, Tick& out) {
+  core::MemberRecord next = rec_;
   next.counter += 1;
   WriteResult r;
   try {
-    r = store_->update(key, core::encode(next), session_rev_);
+    r = ctx_.store.update(core::member_key(ctx_.instance), core::encode(next), rev_);
   } catch (const StoreError& e) {
     if (!e.retryable()) throw;
     // Retry soon; starvation is judged from the last successful send, not from this failure.
-    next_renew_ =
-        now + std::max<Duration>(config_.lease_duration / 30, std::chrono::milliseconds(20));
-    metrics_.store_failure();
+    retry_soon(now);
+    ctx_.metrics.store_failure();
     return;
   }
   if (r.ok) {
     renewed(now, next, r.revision);
     return;
   }
-  // Conflict: find out why.
-  auto cur = store_->get(key);
-  if (cur && cur->revision <= session_rev_) {
-    // Our CAS at session_rev_ lost, so the record has moved past it: this read is stale and
-    // proves nothing. Retry soon; starvation keeps counting from the last renewal we saw land.
-    next_renew_ =
-        now + std::max<Duration>(config_.lease_duration / 30, std::chrono::milliseconds(20));
+  judge_conflict(now, next, out);
+}
+
+// The renewal CAS lost: find out why.
+void Session::judge_conflict(TimePoint now, const core::MemberRecord& next, Tick& out) {
+  const std::string key = core::member_key(ctx_.instance);
+  auto cur = ctx_.store.get(key);
+  if (cur && cur->revision <= rev_) {
+    // Our CAS at rev_ lost, so the record has moved past it: this read is stale and proves
+    // nothing. Retry soon; starvation keeps counting from the last renewal we saw land.
+    retry_soon(now);
     return;
   }
   if (!cur) {
-    log().warn("etlc: {}: session expired by peers; stopping lanes and rejoining", instance_);
-    lose_all(LossReason::session_expired);
+    log().warn("etlc: {}: session expired by peers; stopping lanes and rejoining", ctx_.instance);
+    out.status = Status::expired;
     return;
   }
   core::MemberRecord seen;
@@ -127,8 +147,8 @@ void Member::renew_session(TimePoint now) {
     // Garbage over our own key (it moved past our revision, so it is not a stale read). We own
     // the key: put our record back over it. A twin cannot hide behind garbage: it would find our
     // nonce at its next renewal.
-    log().warn("etlc: {}: replacing its unreadable session record: {}", instance_, e.what());
-    WriteResult replaced = store_->update(key, core::encode(next), cur->revision);
+    log().warn("etlc: {}: replacing its unreadable session record: {}", ctx_.instance, e.what());
+    WriteResult replaced = ctx_.store.update(key, core::encode(next), cur->revision);
     if (replaced.ok) {
       renewed(now, next, replaced.revision);
     } else {
@@ -140,54 +160,37 @@ void Member::renew_session(TimePoint now) {
     // Our own write landed earlier with an unknown outcome: adopt its revision and renew on top
     // of it at once. When it was sent is unknown, so it does not count as a renewal: peers judge
     // us from when it landed, and starvation must not be judged from anything later.
-    session_rec_ = seen;
-    session_rev_ = cur->revision;
+    rec_ = seen;
+    rev_ = cur->revision;
     next_renew_ = now;
     return;
   }
-  go_fatal(fmt::format(
-      "another live process uses instance id '{}' (its nonce {}, ours {}); this one stops",
-      instance_, seen.nonce, nonce_));
+  out.status = Status::twin;
+  out.message = fmt::format(
+      "another live process uses instance id '{}' (member.{} holds its nonce {}, ours is {}); "
+      "this one stops: give every process its own instance id",
+      ctx_.instance, ctx_.instance, seen.nonce, nonce_);
 }
 
-void Member::check_starvation(TimePoint now) {
-  const Duration budget = config_.lease_duration - config_.op_timeout;
-  if (now - last_renew_sent_ok_ < budget) return;
-  log().warn(
-      "etlc: {}: no session renewal acknowledged for {} ms; stopping lanes (starved)", instance_,
-      std::chrono::duration_cast<std::chrono::milliseconds>(now - last_renew_sent_ok_).count());
-  lose_all(LossReason::starved);
-}
-
-// Drops every held split without writing (the session can no longer be trusted), steps down,
-// and arranges a rejoin under a new nonce. Our leases become "stale own leases" that the next
-// session reclaims.
-void Member::lose_all(LossReason reason) {
+void Session::end(LossReason why) {
   live_.lapse();  // first: lanes checking their session stop writing before anything else
-  std::vector<std::shared_ptr<Held>> all;
-  {
-    std::lock_guard lk(shared_mu_);
-    for (auto& [id, h] : held_) all.push_back(h);
-  }
-  for (auto& h : all) {
-    std::lock_guard io(h->io);
-    if (!h->gone) drop_held(*h, reason);
-  }
-  if (leader_) step_down("session lost");
-  session_open_ = false;
-  if (reason == LossReason::starved || reason == LossReason::session_expired) {
+  open_ = false;
+  if (why == LossReason::starved || why == LossReason::session_expired) {
     benign_nonces_.push_back(nonce_);
-    if (benign_nonces_.size() > 16) benign_nonces_.pop_front();
+    if (benign_nonces_.size() > kMaxBenignNonces) benign_nonces_.pop_front();
   }
-  std::lock_guard lk(shared_mu_);
-  nonce_ = fresh_nonce();
+  nonce_ = nonce_source_();
 }
 
-void Member::go_fatal(const std::string& message, LossReason reason) {
-  log().error("etlc: {}: {}", instance_, message);
-  lose_all(reason);
-  stopped_ = true;
-  push_event(Fatal{message});
+void Session::leave() {
+  if (!open_) return;
+  live_.lapse();
+  open_ = false;
+  ctx_.store.erase(core::member_key(ctx_.instance), rev_);
+}
+
+bool Session::benign(const std::string& nonce) const {
+  return std::find(benign_nonces_.begin(), benign_nonces_.end(), nonce) != benign_nonces_.end();
 }
 
 }  // namespace etlc::runtime

@@ -177,7 +177,7 @@ TEST(SimDeterminism, ReplayingARunOfAllUnderItsScenarioNameIsTheSameRun) {
 // --- the checker can fail
 // -------------------------------------------------------------------------
 
-// With the epoch check on commits switched off (Member::UnsafeTestHooks::commit_without_fence), a
+// With the epoch check on commits switched off (UnsafeTestHooks::commit_without_fence), a
 // zombie that resumes after its split was taken over overwrites the new owner's record. The
 // checker must see it within a bounded number of seeds; the same seed with the fence on passes.
 TEST(SimChecker, CommitsWithoutTheFenceAreCaught) {

@@ -394,7 +394,7 @@ void World::after_call(Incarnation& inc) {
   history_.end_call(call);
   if (inc.alive) {
     while (inc.alive) {
-      auto e = inc.member->poll_event();
+      auto e = inc.member->splits().poll_event();
       if (!e) break;
       ++stats_.events;
       handle_event(inc, *e);
@@ -450,23 +450,23 @@ CommitResult World::user_call(Incarnation& inc, CallKind kind, Lane& lane,
     switch (kind) {
       case CallKind::commit:
         what = "commit";
-        r = inc.member->commit(id, SplitProgress{watermark, {}}, epoch);
+        r = inc.member->splits().commit(id, SplitProgress{watermark, {}}, epoch);
         break;
       case CallKind::complete:
         what = "complete";
-        r = inc.member->complete(id, SplitProgress{watermark, {}}, epoch);
+        r = inc.member->splits().complete(id, SplitProgress{watermark, {}}, epoch);
         break;
       case CallKind::fail:
         what = "fail";
-        r = inc.member->fail(id, "poison record (simulated)", epoch);
+        r = inc.member->splits().fail(id, "poison record (simulated)", epoch);
         break;
       case CallKind::release_drained:
         what = "release_drained";
-        r = inc.member->release_drained(id, epoch);
+        r = inc.member->splits().release_drained(id, epoch);
         break;
       case CallKind::decline_revoke:
         what = "decline_revoke";
-        inc.member->decline_revoke(id, epoch);
+        inc.member->splits().decline_revoke(id, epoch);
         r = CommitResult{CommitStatus::durable, {}};
         break;
     }

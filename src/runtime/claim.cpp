@@ -1,0 +1,188 @@
+// One claim: gather the facts, let the core decide (core/claim_rules.hpp), execute the steps.
+//
+//   1. the lease view: the previous owner's lease must be gone, or its owner dead (point read);
+//   2. read the fence (split.{id}) and the spec, and the facts the waivers need;
+//   3. take the lease (mutual exclusion among claimers), then, as the plan says, CAS the record
+//      to the new epoch (the fence), adopt it, park it for its spec or quarantine it.
+// Whatever fails half-way leaves at most a lease of ours, which reconcile's orphan sweep gives
+// back; a claim CAS whose outcome is unknown is resolved by re-reading.
+#include <fmt/format.h>
+
+#include "core/claim_rules.hpp"
+#include "core/keys.hpp"
+#include "core/repair_rules.hpp"
+#include "log.hpp"
+#include "runtime/worker.hpp"
+
+namespace etlc::runtime {
+
+namespace {
+constexpr auto kClaimRetry = std::chrono::milliseconds(100);
+}  // namespace
+
+// Phase 1. False: not now (the owner lives, or its dead lease could not be removed yet).
+bool Worker::lease_allows_claim(const std::string& id) {
+  auto it = views_.leases().find(id);
+  if (it == views_.leases().end()) return true;
+  const core::LeaseRecord& l = it->second.rec;
+  switch (core::decide_lease_step(l, ctx_.instance, session_.nonce(),
+                                  views_.session_live(l.owner, l.nonce))) {
+    case core::LeaseStep::proceed:
+      return true;
+    case core::LeaseStep::wait:
+      prefetch_spec(id);  // off the handoff's critical path: the claim then reads only the fence
+      return false;
+    case core::LeaseStep::clear_dead:
+      return liveness_.erase_dead_lease(id);
+  }
+  return false;
+}
+
+void Worker::claim(const std::string& id, TimePoint now) {
+  claim_retry_at_[id] = now + kClaimRetry;  // cleared when the lease watch shows a change
+  if (!lease_allows_claim(id)) return;
+  const std::string skey = core::split_key(id);
+  auto cur = ctx_.store.get(skey);
+  if (!cur) return;  // not seeded yet (or deleted: the leader rebuilds it)
+  const core::SplitRecord rec = core::decode_split(skey, cur->value);
+  core::ClaimFacts facts;
+  facts.self_instance = ctx_.instance;
+  facts.self_nonce = session_.nonce();
+  facts.max_attempts = ctx_.config.max_attempts;
+  facts.spec_problem = check_spec(id, now);
+  if (rec.owner_nonce) {
+    facts.owner_nonce_benign = rec.owner == ctx_.instance && session_.benign(*rec.owner_nonce);
+    facts.owner_session_live = rec.status == core::SplitStatus::runnable &&
+                               rec.owner != ctx_.instance &&
+                               views_.session_live(*rec.owner, *rec.owner_nonce) &&
+                               liveness_.session_confirmed_live(*rec.owner, *rec.owner_nonce);
+  }
+  const SplitSpec* spec = facts.spec_problem ? nullptr : load_spec(id);
+  if (!spec && !facts.spec_problem) return;  // absent for now (see check_spec)
+  const core::ClaimPlan plan = core::plan_claim(rec, facts);
+  if (plan.action == core::ClaimAction::retry_later) {
+    claim_retry_at_[id] = now + ctx_.config.lease_duration;  // the leader will drop it
+    return;
+  }
+  if (plan.action == core::ClaimAction::skip) return;
+  const std::optional<Revision> lease_rev = take_lease(id, plan.epoch);
+  if (!lease_rev) return;
+  switch (plan.action) {
+    case core::ClaimAction::park:
+      park(id, rec, cur->revision, *facts.spec_problem, *lease_rev);
+      return;
+    case core::ClaimAction::quarantine:
+      quarantine(id, rec, cur->revision, plan.decision.attempts_after, *lease_rev);
+      return;
+    default:
+      break;
+  }
+  const bool adopt = plan.action == core::ClaimAction::adopt;
+  core::SplitRecord next = rec;
+  Revision rec_rev = cur->revision;
+  if (!adopt) {
+    next.epoch = plan.epoch;
+    next.owner = ctx_.instance;
+    next.owner_nonce = session_.nonce();
+    next.attempts = plan.decision.attempts_after;
+    auto landed = cas_claim(id, next, cur->revision, *lease_rev);
+    if (!landed) return;
+    std::tie(next, rec_rev) = *landed;
+  }
+  held_.add(std::make_shared<Held>(id, *spec, next, rec_rev, *lease_rev, session_.serial()));
+  claim_retry_at_.erase(id);
+  spec_cache_.erase(id);  // the held split keeps its spec
+  const std::string kind = adopt ? "reclaim" : std::string(core::to_string(plan.decision.kind));
+  ctx_.metrics.acquired(kind);
+  log().info("etlc: {}: acquired split '{}' epoch {} ({}), resuming at watermark {}", ctx_.instance,
+             id, next.epoch, adopt ? "adopted" : kind, next.progress.watermark);
+}
+
+// Creates lease.{id} for this process; adopts an existing one only if the store shows it is this
+// process's (an earlier unknown-outcome create). The lease view may still show a lease of ours
+// that we deleted ourselves (fail, release) and whose delete event has not arrived yet: only the
+// store knows. Returns the lease's revision, or nullopt (another claimer won it, or it was gone).
+std::optional<Revision> Worker::take_lease(const std::string& id, std::uint64_t epoch) {
+  const std::string lkey = core::lease_key(id);
+  core::LeaseRecord lease{id, ctx_.instance, session_.nonce(), epoch};
+  Revision rev = 0;
+  WriteResult lr = ctx_.store.create(lkey, core::encode(lease));
+  if (lr.ok) {
+    rev = lr.revision;
+  } else {
+    auto existing = ctx_.store.get(lkey);
+    if (!existing) return std::nullopt;  // gone meanwhile; retry later
+    try {
+      lease = core::decode_lease(lkey, existing->value);
+    } catch (const core::RecordError& e) {
+      // An unreadable lease names no session, so it protects nobody's tenancy (the record, the
+      // fence, still does): remove it at the revision read and claim on the next pass.
+      const WriteResult gone = ctx_.store.erase(lkey, existing->revision);
+      warn_.warn(lkey, fmt::format("{} the unreadable lease of split '{}': {}",
+                                   gone.ok ? "removed" : "could not remove", id, e.what()));
+      claim_retry_at_.erase(id);
+      return std::nullopt;
+    }
+    if (lease.owner != ctx_.instance || lease.nonce != session_.nonce()) return std::nullopt;
+    rev = existing->revision;
+  }
+  views_.leases().assign(id, LeaseTable::Entry{lease, rev});
+  return rev;
+}
+
+// Nothing can process a split whose descriptor is lost: park it with a reason that names the
+// record and the repair (the leader's repair re-plan requeues it, healing.cpp).
+void Worker::park(const std::string& id, const core::SplitRecord& rec, Revision rev,
+                  const std::string& problem, Revision lease_rev) {
+  const core::SplitRecord parked = core::park_for_spec(rec, problem);
+  if (ctx_.store.update(core::split_key(id), core::encode(parked), rev).ok) {
+    log().error("etlc: {}: parked split '{}': {}", ctx_.instance, id, *parked.last_error);
+    ctx_.metrics.quarantined_split();
+  }
+  ctx_.store.erase(core::lease_key(id), lease_rev);  // on failure the orphan sweep retries it
+  spec_absent_since_.erase(id);
+}
+
+// The lease is ours now, so the previous owner's is really gone (the store said so, not our lease
+// view, which may lag behind a live owner's claim): park the split, give the lease back.
+void Worker::quarantine(const std::string& id, const core::SplitRecord& rec, Revision rev,
+                        std::uint32_t attempts, Revision lease_rev) {
+  core::SplitRecord parked = rec;
+  parked.status = core::SplitStatus::quarantined;
+  parked.attempts = attempts;
+  parked.owner.reset();
+  parked.owner_nonce.reset();
+  if (ctx_.store.update(core::split_key(id), core::encode(parked), rev).ok) {
+    log().warn("etlc: {}: quarantined split '{}' after {} attempts", ctx_.instance, id, attempts);
+    ctx_.metrics.quarantined_split();
+  }
+  ctx_.store.erase(core::lease_key(id), lease_rev);  // on failure the orphan sweep retries it
+}
+
+// The claim's CAS. Returns the record held and its revision, or nullopt when someone moved the
+// fence under us (a zombie's last commit, a competing claim): the lease is given back.
+std::optional<std::pair<core::SplitRecord, Revision>> Worker::cas_claim(
+    const std::string& id, const core::SplitRecord& next, Revision rev, Revision lease_rev) {
+  const std::string skey = core::split_key(id);
+  WriteResult r;
+  try {
+    r = ctx_.store.update(skey, core::encode(next), rev);
+  } catch (const StoreError& e) {
+    if (e.code() != StoreErrc::unknown_outcome) throw;
+    r.ok = false;  // resolved below by re-reading
+  }
+  if (r.ok) return std::make_pair(next, r.revision);
+  auto again = ctx_.store.get(skey);
+  if (again) {
+    core::SplitRecord seen = core::decode_split(skey, again->value);
+    if (seen.epoch == next.epoch && seen.owner == ctx_.instance &&
+        seen.owner_nonce == next.owner_nonce) {
+      return std::make_pair(std::move(seen), again->revision);  // our write landed after all
+    }
+  }
+  ctx_.store.erase(core::lease_key(id), lease_rev);
+  views_.leases().erase(id);
+  return std::nullopt;
+}
+
+}  // namespace etlc::runtime

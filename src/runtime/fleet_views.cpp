@@ -1,0 +1,249 @@
+// FleetViews: the watches every member keeps and the views they feed (fleet_views.hpp).
+#include "runtime/fleet_views.hpp"
+
+#include <fmt/format.h>
+
+#include "core/keys.hpp"
+#include "log.hpp"
+
+namespace etlc::runtime {
+
+FleetViews::FleetViews(const MemberContext& ctx)
+    : ctx_(ctx),
+      job_(core::kJobPrefix),
+      members_watch_(core::kMemberPrefix),
+      leases_watch_(core::kLeasePrefix),
+      assigns_watch_(core::kAssignPrefix) {
+  leases_.set_owner(ctx_.instance);
+}
+
+void FleetViews::ensure_watches() {
+  if (!job_.open()) {
+    leader_view_.reset();
+    plan_view_.reset();
+    paused_ = false;  // the snapshot re-delivers job.pause if it still exists
+    job_.start(ctx_.store, ctx_.wake);
+  }
+  if (!members_watch_.open()) {
+    members_.clear();
+    members_watch_.start(ctx_.store, ctx_.wake);
+  }
+  if (!leases_watch_.open()) {
+    leases_.clear();
+    leases_watch_.start(ctx_.store, ctx_.wake);
+  }
+  if (!assigns_watch_.open()) {
+    assigns_.clear();
+    assigns_watch_.start(ctx_.store, ctx_.wake);
+  }
+}
+
+void FleetViews::close_watches() {
+  for (WatchSlot* slot : {&job_, &members_watch_, &leases_watch_, &assigns_watch_}) slot->reset();
+}
+
+bool FleetViews::caught_up() const {
+  return job_.caught_up() && members_watch_.caught_up() && leases_watch_.caught_up() &&
+         assigns_watch_.caught_up();
+}
+
+ViewChanges FleetViews::drain(TimePoint now) {
+  ViewChanges out;
+  auto unreadable = [&](const WatchEvent& e, const std::string& error) {
+    on_unreadable(e, error, now, out);
+  };
+  out.more |= job_.drain(ctx_, [&](const WatchEvent& e) { on_job_event(e, now, out); }, unreadable);
+  out.more |= members_watch_.drain(
+      ctx_, [&](const WatchEvent& e) { on_member_event(e, now, out); }, unreadable);
+  out.more |= leases_watch_.drain(ctx_, [&](const WatchEvent& e) { on_lease_event(e, out); },
+                                  unreadable);
+  out.more |= assigns_watch_.drain(ctx_, [&](const WatchEvent& e) { on_assign_event(e, out); },
+                                   unreadable);
+  return out;
+}
+
+std::uint64_t FleetViews::highest_term_seen() const {
+  std::uint64_t t = max_term_seen_;
+  if (plan_view_) t = std::max(t, plan_view_->first.term);
+  if (leader_view_) t = std::max(t, leader_view_->first.term);
+  return t;
+}
+
+bool FleetViews::session_live(const std::string& instance, const std::string& nonce) const {
+  auto it = members_.find(instance);
+  return it != members_.end() && it->second.rec.nonce == nonce;
+}
+
+void FleetViews::set_leader_view(core::LeaderRecord rec, Revision rev) {
+  note_term(rec.term);
+  leader_view_ = std::make_pair(std::move(rec), rev);
+}
+
+void FleetViews::set_plan_view(core::PlanRecord rec, Revision rev) {
+  note_term(rec.term);
+  plan_view_ = std::make_pair(std::move(rec), rev);
+}
+
+void FleetViews::set_assign_view(const std::string& id, core::AssignmentRecord rec, Revision rev) {
+  AssignView& v = assigns_[id];
+  v.rec = std::move(rec);
+  v.rev = rev;
+  v.readable = true;
+}
+
+// --- job.* ----------------------------------------------------------------------------------------
+
+void FleetViews::on_job_event(const WatchEvent& e, TimePoint now, ViewChanges& out) {
+  if (e.key == core::kLeaderKey) {
+    on_leader_event(e, out);
+  } else if (e.key == core::kPlanKey) {
+    on_plan_event(e, now, out);
+  } else if (e.key == core::kPauseKey) {
+    on_pause_event(e, out);
+  }
+}
+
+void FleetViews::on_leader_event(const WatchEvent& e, ViewChanges& out) {
+  // Our own writes update the view at once; the watch echoes older events afterwards.
+  if (leader_view_ && leader_view_->second > e.revision) return;
+  if (leader_damage_ && leader_damage_->rev > e.revision) return;
+  if (e.kind != WatchEvent::Kind::put) {
+    leader_view_.reset();
+    leader_damage_.reset();
+    out.leader_deleted = true;
+    return;
+  }
+  core::LeaderRecord rec = core::decode_leader(e.key, e.value);
+  leader_damage_.reset();
+  set_leader_view(std::move(rec), e.revision);
+  out.leader_changed = true;
+}
+
+void FleetViews::on_plan_event(const WatchEvent& e, TimePoint now, ViewChanges& out) {
+  if (plan_view_ && plan_view_->second > e.revision) return;
+  if (plan_damage_ && plan_damage_->rev > e.revision) return;
+  out.plan_changed = true;
+  if (e.kind != WatchEvent::Kind::put) {
+    // The protocol never deletes the plan: keep the last one read (the leader rewrites it from
+    // there, healing.cpp) instead of forgetting the term, the tallies and the verdict.
+    log().warn("etlc: {}: the plan record was deleted", ctx_.instance);
+    plan_damage_ = Damage{e.revision, true, now, "deleted", std::nullopt};
+    return;
+  }
+  core::PlanRecord rec = core::decode_plan(e.key, e.value);
+  plan_damage_.reset();
+  if (rec.fingerprint != ctx_.fingerprint) out.foreign_fingerprint = rec.fingerprint;
+  set_plan_view(std::move(rec), e.revision);
+}
+
+void FleetViews::on_pause_event(const WatchEvent& e, ViewChanges& out) {
+  bool now_paused = false;
+  if (e.kind == WatchEvent::Kind::put) {
+    core::decode_pause(e.key, e.value);  // RecordError: unreadable, counts as absent
+    now_paused = true;
+  }
+  if (now_paused == paused_) return;
+  paused_ = now_paused;
+  out.pause_changed = true;
+}
+
+// --- member.*, lease.*, assign.* ---------------------------------------------------------------
+
+void FleetViews::on_member_event(const WatchEvent& e, TimePoint now, ViewChanges& out) {
+  auto id = core::id_from_key(e.key, core::kMemberPrefix);
+  if (!id) return;
+  auto it = members_.find(*id);
+  if (it != members_.end() && it->second.rev > e.revision) return;
+  if (e.kind != WatchEvent::Kind::put) {
+    if (it != members_.end()) {
+      members_.erase(it);
+      out.departed.push_back(*id);
+      out.membership_changed = true;
+    }
+    return;
+  }
+  core::MemberRecord rec = core::decode_member(e.key, e.value);
+  const bool arrived = it == members_.end() || it->second.rec.nonce != rec.nonce;
+  if (it == members_.end() || it->second.rec.max_in_flight != rec.max_in_flight ||
+      it->second.rec.fingerprint != rec.fingerprint) {
+    out.membership_changed = true;
+  }
+  MemberView& v = members_[*id];
+  v.rec = std::move(rec);
+  v.rev = e.revision;
+  v.changed_at = now;  // observer-side clock: expiry counts from when *we* saw it move
+  if (arrived) out.arrived.push_back(*id);
+}
+
+void FleetViews::on_lease_event(const WatchEvent& e, ViewChanges& out) {
+  auto id = core::id_from_key(e.key, core::kLeasePrefix);
+  if (!id) return;
+  if (auto it = leases_.find(*id); it != leases_.end() && it->second.rev > e.revision) return;
+  if (e.kind != WatchEvent::Kind::put) {
+    leases_.erase(*id, e.revision);
+    out.leases_freed.push_back(*id);
+    return;
+  }
+  leases_.assign(*id, LeaseTable::Entry{core::decode_lease(e.key, e.value), e.revision});
+}
+
+void FleetViews::on_assign_event(const WatchEvent& e, ViewChanges& out) {
+  auto id = core::id_from_key(e.key, core::kAssignPrefix);
+  if (!id) return;
+  if (auto it = assigns_.find(*id); it != assigns_.end() && it->second.rev > e.revision) return;
+  out.assigns_changed.push_back(*id);
+  if (e.kind != WatchEvent::Kind::put) {
+    assigns_.erase(*id);
+    return;
+  }
+  core::AssignmentRecord rec = core::decode_assignment(e.key, e.value);
+  note_term(rec.term);
+  set_assign_view(*id, std::move(rec), e.revision);
+}
+
+// A put whose value cannot be decoded: the view stops trusting the key (healing.cpp repairs it).
+void FleetViews::on_unreadable(const WatchEvent& e, const std::string& error, TimePoint now,
+                               ViewChanges& out) {
+  Damage damage{e.revision, false, now, error, std::nullopt};
+  if (e.key == core::kLeaderKey) {
+    if (leader_view_ && leader_view_->second > e.revision) return;
+    // Nobody can tell who leads: its leader rewrites its own record, others remove it after a
+    // lease (liveness.cpp) so that an election can happen.
+    leader_view_.reset();
+    leader_damage_ = std::move(damage);
+    out.leader_changed = true;
+  } else if (e.key == core::kPlanKey) {
+    if (plan_view_ && plan_view_->second > e.revision) return;
+    plan_damage_ = std::move(damage);  // plan_view_ keeps the last readable plan
+    out.plan_changed = true;
+  } else if (e.key == core::kPauseKey) {
+    if (paused_) out.pause_changed = true;
+    paused_ = false;  // unreadable: as if absent
+  } else if (auto mid = core::id_from_key(e.key, core::kMemberPrefix)) {
+    auto it = members_.find(*mid);
+    if (it != members_.end() && it->second.rev > e.revision) return;
+    // Unchanged from here on unless its owner replaces it: expired after a lease like any
+    // session that stopped renewing. A key never seen readable vouches for nothing (no nonce, no
+    // fingerprint, no lanes) while it waits.
+    MemberView& v = members_[*mid];
+    if (it == members_.end()) {
+      v.rec.instance = *mid;
+      v.rec.lease_ms = static_cast<std::uint64_t>(ctx_.config.lease_duration.count());
+    }
+    v.rev = e.revision;
+    v.changed_at = now;
+  } else if (auto lid = core::id_from_key(e.key, core::kLeasePrefix)) {
+    // An unreadable lease names no session, so it protects nothing: a claimer removes it.
+    leases_.erase(*lid, e.revision);
+    out.leases_freed.push_back(*lid);
+  } else if (auto aid = core::id_from_key(e.key, core::kAssignPrefix)) {
+    AssignView& v = assigns_[*aid];
+    if (v.rev > e.revision) return;
+    v.rec = core::AssignmentRecord{*aid, 0, {}};
+    v.rev = e.revision;
+    v.readable = false;  // no instruction for its member; the leader republishes over it
+    out.assigns_changed.push_back(*aid);
+  }
+}
+
+}  // namespace etlc::runtime

@@ -1,0 +1,137 @@
+// FleetViews: what every member watches (job.* for the leader, plan and pause records, member.*
+// for sessions, lease.* for who holds what, assign.* for the assignments) and the local views the
+// events fold into. drain() only folds and reports what changed (ViewChanges); what to do about
+// it (step down, stop, note a departure) is the sequencer's (member.cpp).
+//
+// Views keep each key's latest state only, never go back in time (an event older than the view
+// is ignored), and never trust a value they cannot decode: it is recorded as damage with its
+// revision, for the repairs of healing.cpp, and otherwise ignored. Nothing a peer or an operator
+// writes can crash a member. Not thread-safe: the control loop owns it.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/records.hpp"
+#include "runtime/lease_table.hpp"
+#include "runtime/member_context.hpp"
+#include "runtime/watch_slot.hpp"
+
+namespace etlc::runtime {
+
+// A record the protocol never deletes or writes unreadable, found unreadable or deleted: damage
+// from outside (healing.cpp). `rev` is the damaging write's revision (the delete's for a delete),
+// `since` when this member saw it, `last` the last readable record (split records).
+struct Damage {
+  Revision rev = 0;
+  bool deleted = false;
+  TimePoint since{};
+  std::string error;
+  std::optional<core::SplitRecord> last;
+};
+
+struct MemberView {
+  core::MemberRecord rec;
+  Revision rev = 0;
+  TimePoint changed_at{};  // on the observer's clock: expiry counts from when *we* saw it move
+};
+
+struct AssignView {
+  core::AssignmentRecord rec;
+  Revision rev = 0;
+  bool readable = true;  // false: garbage at `rev` (no instruction; the leader rewrites it)
+};
+
+// What one drain() changed, for the sequencer to act on.
+struct ViewChanges {
+  bool leader_deleted = false;  // job.leader was deleted
+  bool leader_changed = false;  // job.leader was written (read leader_view() for whom)
+  bool plan_changed = false;    // job.plan was written or damaged
+  std::optional<std::string> foreign_fingerprint;  // a readable plan of another job config
+  std::vector<std::string> departed;  // sessions that disappeared
+  std::vector<std::string> arrived;   // sessions that appeared (or came back under a new nonce)
+  bool membership_changed = false;    // a session appeared, left, or changed lanes/fingerprint
+  std::vector<std::string> leases_freed;  // lease keys deleted (their splits may be claimable)
+  std::vector<std::string> assigns_changed;  // assignment records written, deleted or damaged
+  bool pause_changed = false;
+  bool more = false;  // events remain (the per-step bound was hit)
+
+  bool any_for_assignment() const {
+    return membership_changed || !leases_freed.empty() || !assigns_changed.empty() ||
+           pause_changed;
+  }
+};
+
+class FleetViews {
+ public:
+  explicit FleetViews(const MemberContext& ctx);
+
+  // Opens the watches that are not open (each starts from a fresh snapshot).
+  void ensure_watches();
+  void close_watches();
+  // Folds pending events (bounded per watch) into the views.
+  ViewChanges drain(TimePoint now);
+  bool caught_up() const;  // every watch delivered its snapshot
+
+  // --- the views (read by the sequencer and the collaborators; written through the setters
+  // below when this member's own write makes the view newer than the watch) ---
+  const std::optional<std::pair<core::LeaderRecord, Revision>>& leader_view() const {
+    return leader_view_;
+  }
+  const std::optional<std::pair<core::PlanRecord, Revision>>& plan_view() const {
+    return plan_view_;
+  }
+  const std::map<std::string, MemberView>& members() const { return members_; }
+  const LeaseTable& leases() const { return leases_; }
+  LeaseTable& leases() { return leases_; }
+  const std::map<std::string, AssignView>& assigns() const { return assigns_; }
+  const std::optional<Damage>& leader_damage() const { return leader_damage_; }
+  const std::optional<Damage>& plan_damage() const { return plan_damage_; }
+  bool paused() const { return paused_; }
+  // The highest term in any leader, plan or assignment record read (terms never go back).
+  std::uint64_t highest_term_seen() const;
+  bool session_live(const std::string& instance, const std::string& nonce) const;
+
+  void set_leader_view(core::LeaderRecord rec, Revision rev);
+  void clear_leader_view() { leader_view_.reset(); }
+  void clear_leader_damage() { leader_damage_.reset(); }
+  void set_leader_damage_since(TimePoint since) {
+    if (leader_damage_) leader_damage_->since = since;
+  }
+  void set_plan_view(core::PlanRecord rec, Revision rev);
+  void set_plan_damage(Damage d) { plan_damage_ = std::move(d); }
+  void clear_plan_damage() { plan_damage_.reset(); }
+  void set_assign_view(const std::string& id, core::AssignmentRecord rec, Revision rev);
+  void erase_assign_view(const std::string& id) { assigns_.erase(id); }
+  void erase_member(const std::string& id) { members_.erase(id); }
+
+ private:
+  void on_job_event(const WatchEvent& e, TimePoint now, ViewChanges& out);
+  void on_leader_event(const WatchEvent& e, ViewChanges& out);
+  void on_plan_event(const WatchEvent& e, TimePoint now, ViewChanges& out);
+  void on_pause_event(const WatchEvent& e, ViewChanges& out);
+  void on_member_event(const WatchEvent& e, TimePoint now, ViewChanges& out);
+  void on_lease_event(const WatchEvent& e, ViewChanges& out);
+  void on_assign_event(const WatchEvent& e, ViewChanges& out);
+  void on_unreadable(const WatchEvent& e, const std::string& error, TimePoint now,
+                     ViewChanges& out);
+  void note_term(std::uint64_t term) { max_term_seen_ = std::max(max_term_seen_, term); }
+
+  const MemberContext& ctx_;
+  WatchSlot job_, members_watch_, leases_watch_, assigns_watch_;
+  std::optional<std::pair<core::LeaderRecord, Revision>> leader_view_;
+  std::optional<std::pair<core::PlanRecord, Revision>> plan_view_;
+  std::map<std::string, MemberView> members_;
+  LeaseTable leases_;
+  std::map<std::string, AssignView> assigns_;
+  std::optional<Damage> leader_damage_;  // job.leader is unreadable
+  std::optional<Damage> plan_damage_;    // job.plan is unreadable or was deleted
+  std::uint64_t max_term_seen_ = 0;
+  bool paused_ = false;  // job.pause exists
+};
+
+}  // namespace etlc::runtime

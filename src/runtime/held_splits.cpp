@@ -1,0 +1,472 @@
+// HeldSplits: the held-split table, the event queue and the fenced operations (held_splits.hpp).
+//
+// A release clears the record's owner first and deletes the lease second: a crash between the
+// two leaves a lease that dies with the session, and the next claim sees a graceful release
+// (no attempt consumed) rather than a takeover.
+#include "runtime/held_splits.hpp"
+
+#include <fmt/format.h>
+
+#include "core/claim_rules.hpp"
+#include "core/keys.hpp"
+#include "core/utf8.hpp"
+#include "log.hpp"
+
+namespace etlc::runtime {
+
+namespace {
+constexpr int kCasAttempts = 3;
+// Calls in a row that must read a held split's record as absent before it counts as deleted.
+constexpr int kAbsentRereadLimit = 3;
+constexpr std::size_t kMaxErrorBytes = 1024;
+
+// fail() reasons are user text stored in a JSON record: cap them and replace whatever is not
+// UTF-8 (including a sequence the cap cut in half) with '?'.
+std::string printable_reason(std::string_view reason) {
+  std::string_view rest = reason.substr(0, kMaxErrorBytes);
+  std::string out;
+  while (auto problem = core::find_utf8_problem(rest)) {
+    out.append(rest.substr(0, problem->offset));
+    out.push_back('?');
+    rest.remove_prefix(problem->offset + 1);
+  }
+  out.append(rest);
+  return out;
+}
+
+CommitResult not_held(std::string_view id) {
+  return {CommitStatus::fenced, fmt::format("split '{}' is not held", id)};
+}
+}  // namespace
+
+// --- the table, the events, the mirrors ---------------------------------------------------------
+
+void HeldSplits::push_locked(Event e) {
+  events_.push_back(std::move(e));
+  event_cv_.notify_all();
+}
+
+void HeldSplits::push_event(Event e) {
+  MutexLock lk(mu_);
+  push_locked(std::move(e));
+}
+
+std::optional<Event> HeldSplits::poll_event() {
+  MutexLock lk(mu_);
+  if (events_.empty()) return std::nullopt;
+  Event e = std::move(events_.front());
+  events_.pop_front();
+  return e;
+}
+
+std::optional<Event> HeldSplits::wait_event(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  MutexLock lk(mu_);
+  while (events_.empty() && std::chrono::steady_clock::now() < deadline) {
+    event_cv_.wait_until(mu_, deadline);
+  }
+  if (events_.empty()) return std::nullopt;
+  Event e = std::move(events_.front());
+  events_.pop_front();
+  return e;
+}
+
+void HeldSplits::add(std::shared_ptr<Held> h) {
+  SplitGranted grant;
+  {
+    MutexLock io(h->io);
+    grant = SplitGranted{h->spec, h->epoch, h->record.progress, h->session};
+  }
+  MutexLock lk(mu_);
+  held_[h->id] = h;
+  revocations_.erase(h->id);
+  push_locked(std::move(grant));
+  ctx_.metrics.set_owned(held_.size());
+}
+
+std::shared_ptr<Held> HeldSplits::find(std::string_view id) const {
+  MutexLock lk(mu_);
+  auto it = held_.find(id);
+  return it == held_.end() ? nullptr : it->second;
+}
+
+std::vector<std::shared_ptr<Held>> HeldSplits::all() const {
+  MutexLock lk(mu_);
+  std::vector<std::shared_ptr<Held>> out;
+  out.reserve(held_.size());
+  for (const auto& [id, h] : held_) out.push_back(h);
+  return out;
+}
+
+std::vector<std::string> HeldSplits::ids() const {
+  MutexLock lk(mu_);
+  std::vector<std::string> out;
+  out.reserve(held_.size());
+  for (const auto& [id, h] : held_) out.push_back(id);
+  return out;
+}
+
+std::size_t HeldSplits::size() const {
+  MutexLock lk(mu_);
+  return held_.size();
+}
+
+void HeldSplits::set_leader(bool leader) {
+  MutexLock lk(mu_);
+  leader_ = leader;
+}
+bool HeldSplits::leader() const {
+  MutexLock lk(mu_);
+  return leader_;
+}
+void HeldSplits::set_assignment(std::optional<std::vector<std::string>> a) {
+  MutexLock lk(mu_);
+  assignment_ = std::move(a);
+}
+std::optional<std::vector<std::string>> HeldSplits::assignment() const {
+  MutexLock lk(mu_);
+  return assignment_;
+}
+void HeldSplits::set_nonce(std::string nonce) {
+  MutexLock lk(mu_);
+  nonce_ = std::move(nonce);
+}
+std::string HeldSplits::nonce() const {
+  MutexLock lk(mu_);
+  return nonce_;
+}
+
+// --- revocations --------------------------------------------------------------------------------
+
+void HeldSplits::begin_revocation(const Held& h, TimePoint now) {
+  MutexLock lk(mu_);
+  if (!held_.count(h.id) || revocations_.count(h.id)) return;  // once begun, it finishes
+  revocations_[h.id] = Revocation{false, now + ctx_.config.drain_deadline};
+  push_locked(RevokeRequested{h.id, ctx_.config.drain_deadline, h.epoch});
+  log().info("etlc: {}: revoking split '{}' (drain deadline {} ms)", ctx_.instance, h.id,
+             ctx_.config.drain_deadline.count());
+}
+
+std::vector<std::pair<std::shared_ptr<Held>, bool>> HeldSplits::due_revocations(
+    TimePoint now) const {
+  MutexLock lk(mu_);
+  std::vector<std::pair<std::shared_ptr<Held>, bool>> out;
+  for (const auto& [id, r] : revocations_) {
+    auto h = held_.find(id);
+    if (h != held_.end() && (r.declined || now >= r.deadline)) out.emplace_back(h->second, r.declined);
+  }
+  return out;
+}
+
+std::optional<TimePoint> HeldSplits::next_revocation_due(TimePoint now) const {
+  MutexLock lk(mu_);
+  std::optional<TimePoint> next;
+  for (const auto& [id, r] : revocations_) {
+    const TimePoint due = r.declined ? now : r.deadline;
+    if (!next || due < *next) next = due;
+  }
+  return next;
+}
+
+std::size_t HeldSplits::draining() const {
+  MutexLock lk(mu_);
+  return revocations_.size();
+}
+
+void HeldSplits::decline_revoke(std::string_view id, std::uint64_t epoch) {
+  auto h = find(id);
+  if (!h) return;
+  if (epoch != kAnyEpoch && epoch != h->epoch) return;  // a late answer for an ended tenancy
+  {
+    MutexLock lk(mu_);
+    auto r = revocations_.find(id);
+    if (r == revocations_.end() || held_.find(id) == held_.end() || held_.at(std::string(id)) != h) {
+      return;
+    }
+    r->second.declined = true;
+  }
+  ctx_.wake_loop();
+}
+
+// --- losing splits ------------------------------------------------------------------------------
+
+void HeldSplits::drop(Held& h, std::optional<LossReason> reason) {
+  h.gone = true;
+  {
+    MutexLock lk(mu_);
+    auto it = held_.find(h.id);
+    if (it != held_.end() && it->second.get() == &h) {
+      held_.erase(it);
+      revocations_.erase(h.id);
+    }
+    ctx_.metrics.set_owned(held_.size());
+    if (reason) {
+      push_locked(SplitLost{h.id, *reason});
+      ctx_.metrics.lost(*reason);
+    }
+  }
+  ctx_.wake_loop();  // a lane is free: the loop may claim
+}
+
+void HeldSplits::drop_all(LossReason reason) {
+  for (auto& h : all()) {
+    MutexLock io(h->io);
+    if (!h->gone) drop(*h, reason);
+  }
+}
+
+void HeldSplits::abandon() {
+  std::vector<std::shared_ptr<Held>> every = all();
+  for (auto& h : every) {
+    MutexLock io(h->io);
+    h->gone = true;  // no further I/O from user threads
+  }
+  MutexLock lk(mu_);
+  held_.clear();
+  revocations_.clear();
+  leader_ = false;
+}
+
+// Deletes the split's lease (guarded by the revision we created it at). If the store cannot be
+// reached the delete is queued and retried by the loop: the record already says released, and a
+// lease left behind would only make the next owner wait for our session to end.
+void HeldSplits::erase_lease(const Held& h) {
+  try {
+    ctx_.store.erase(core::lease_key(h.id), h.lease_rev);
+  } catch (const StoreError& e) {
+    if (!e.retryable()) throw;
+    MutexLock lk(mu_);
+    pending_lease_erases_.emplace_back(h.id, h.lease_rev);
+  }
+}
+
+void HeldSplits::retry_lease_erases() {
+  std::vector<std::pair<std::string, Revision>> todo;
+  {
+    MutexLock lk(mu_);
+    todo.swap(pending_lease_erases_);
+  }
+  for (std::size_t i = 0; i < todo.size(); ++i) {
+    try {
+      ctx_.store.erase(core::lease_key(todo[i].first), todo[i].second);
+    } catch (const StoreError& e) {
+      if (!e.retryable()) throw;
+      MutexLock lk(mu_);
+      pending_lease_erases_.insert(pending_lease_erases_.end(), todo.begin() + i, todo.end());
+      return;
+    }
+  }
+}
+
+bool HeldSplits::lease_erases_pending() const {
+  MutexLock lk(mu_);
+  return !pending_lease_erases_.empty();
+}
+
+// --- fenced writes ------------------------------------------------------------------------------
+
+std::optional<CommitResult> HeldSplits::tenancy_over(const Held& h, std::uint64_t epoch) {
+  if (h.gone) return CommitResult{CommitStatus::fenced, "split no longer held"};
+  if (epoch == kAnyEpoch || epoch == h.epoch) return std::nullopt;
+  return CommitResult{
+      CommitStatus::fenced,
+      fmt::format("split '{}' is held in epoch {}, not in epoch {}", h.id, h.epoch, epoch)};
+}
+
+CommitResult HeldSplits::write_record(Held& h, const core::SplitRecord& next, const char* what) {
+  const std::string key = core::split_key(h.id);
+  const std::string bytes = core::encode(next);
+  for (int attempt = 0; attempt < kCasAttempts; ++attempt) {
+    WriteResult r;
+    try {
+      r = ctx_.store.update(key, bytes, h.record_rev);
+    } catch (const StoreError& e) {
+      if (e.code() != StoreErrc::unknown_outcome) {
+        if (!e.retryable()) throw;
+        ctx_.metrics.store_failure();
+        return {CommitStatus::retryable, e.what()};
+      }
+    }
+    if (r.ok) {
+      h.record = next;
+      h.record_rev = r.revision;
+      h.absent_rereads = 0;
+      return {CommitStatus::durable, {}};
+    }
+    if (auto outcome = resolve_conflict(h, next, what)) return *outcome;
+  }
+  return {CommitStatus::retryable, fmt::format("{} kept conflicting", what)};
+}
+
+// A CAS lost, or its outcome is unknown: what the store holds now decides.
+std::optional<CommitResult> HeldSplits::resolve_conflict(Held& h, const core::SplitRecord& next,
+                                                         const char* what) {
+  const std::string key = core::split_key(h.id);
+  std::optional<Entry> cur;
+  try {
+    cur = ctx_.store.get(key);
+  } catch (const StoreError& e) {
+    if (!e.retryable()) throw;
+    return CommitResult{CommitStatus::retryable, fmt::format("{} outcome unknown: {}", what, e.what())};
+  }
+  if (!cur) {
+    // The library never deletes a split record, so a held split's record read as absent is a
+    // stale replica (our write may have landed) until it is seen absent kAbsentRereadLimit
+    // times in a row: then someone really deleted it.
+    if (++h.absent_rereads < kAbsentRereadLimit) {
+      return CommitResult{CommitStatus::retryable,
+                          fmt::format("{}: the split record read as absent", what)};
+    }
+    drop(h, LossReason::fenced);
+    return CommitResult{CommitStatus::fenced, "the split record is gone"};
+  }
+  h.absent_rereads = 0;
+  if (cur->revision < h.record_rev) {
+    // Revisions only grow, so this read predates a write we saw land: a stale replica. Judging
+    // 'fenced' from it could hide a write of ours that landed (an unknown outcome).
+    return CommitResult{CommitStatus::retryable,
+                        fmt::format("{}: the store answered a stale read", what)};
+  }
+  core::SplitRecord seen;
+  try {
+    seen = core::decode_split(key, cur->value);
+  } catch (const core::RecordError& e) {
+    drop(h, LossReason::fenced);
+    return CommitResult{CommitStatus::fenced, e.what()};
+  }
+  if (seen == next) {  // our write landed (the unknown outcome, or a conflict on our own echo)
+    h.record = next;
+    h.record_rev = cur->revision;
+    return CommitResult{CommitStatus::durable, {}};
+  }
+  if (seen.epoch != h.epoch || seen.owner != ctx_.instance ||
+      seen.owner_nonce != h.record.owner_nonce) {
+    log().info("etlc: {}: {} of split '{}' fenced (epoch {} now owned by '{}' epoch {})",
+               ctx_.instance, what, h.id, h.epoch, seen.owner.value_or("nobody"), seen.epoch);
+    drop(h, LossReason::fenced);
+    return CommitResult{CommitStatus::fenced, "another member owns a newer epoch"};
+  }
+  h.record_rev = cur->revision;  // our own earlier write moved it; retry on top of it
+  if (seen.progress.watermark > next.progress.watermark) {
+    h.record = seen;
+    return CommitResult{CommitStatus::durable, "a later commit of ours already landed"};
+  }
+  return std::nullopt;
+}
+
+CommitResult HeldSplits::release_locked(Held& h) {
+  core::SplitRecord next = h.record;
+  next.owner.reset();
+  next.owner_nonce.reset();
+  return terminal_write(h, std::move(next), "release");
+}
+
+// A write that ends the tenancy (release, complete, fail): then the lease goes and the split
+// is no longer held.
+CommitResult HeldSplits::terminal_write(Held& h, core::SplitRecord next, const char* what) {
+  CommitResult r = write_record(h, next, what);
+  if (r.status != CommitStatus::durable) return r;
+  erase_lease(h);
+  drop(h, std::nullopt);
+  return r;
+}
+
+CommitResult HeldSplits::commit(std::string_view id, const SplitProgress& progress,
+                                std::uint64_t epoch) {
+  auto h = find(id);
+  if (!h) return not_held(id);
+  if (progress.state.size() > kMaxProgressStateBytes) {
+    throw UsageError(fmt::format("commit of split '{}': state of {} bytes exceeds {}", id,
+                                 progress.state.size(), kMaxProgressStateBytes));
+  }
+  MutexLock io(h->io);
+  if (auto over = tenancy_over(*h, epoch)) return *over;
+  if (progress.watermark < h->record.progress.watermark) {
+    throw UsageError(fmt::format(
+        "commit of split '{}': watermark {} is below the durable watermark {} (progress never "
+        "goes back)",
+        id, progress.watermark, h->record.progress.watermark));
+  }
+  core::SplitRecord next = h->record;
+  next.progress = progress;
+  if (ctx_.unsafe.commit_without_fence) {
+    // Test-only: overwrite whatever is there (what a system without fencing would do).
+    auto cur = ctx_.store.get(core::split_key(h->id));
+    if (cur) h->record_rev = cur->revision;
+  }
+  return write_record(*h, next, "commit");
+}
+
+CommitResult HeldSplits::complete(std::string_view id, const SplitProgress& progress,
+                                  std::uint64_t epoch) {
+  auto h = find(id);
+  if (!h) return not_held(id);
+  MutexLock io(h->io);
+  if (auto over = tenancy_over(*h, epoch)) return *over;
+  if (progress.watermark < h->record.progress.watermark) {
+    throw UsageError(fmt::format("complete of split '{}': watermark {} is below the durable {}", id,
+                                 progress.watermark, h->record.progress.watermark));
+  }
+  core::SplitRecord next = h->record;
+  next.progress = progress;
+  next.status = core::SplitStatus::completed;
+  next.owner.reset();
+  next.owner_nonce.reset();
+  CommitResult r = terminal_write(*h, std::move(next), "complete");
+  if (r.durable()) {
+    log().info("etlc: {}: completed split '{}' at watermark {}", ctx_.instance, id,
+               progress.watermark);
+  }
+  return r;
+}
+
+CommitResult HeldSplits::fail(std::string_view id, std::string_view reason, std::uint64_t epoch) {
+  auto h = find(id);
+  if (!h) return not_held(id);
+  MutexLock io(h->io);
+  if (auto over = tenancy_over(*h, epoch)) return *over;
+  const core::FailDecision d = core::decide_fail(h->record, ctx_.config.max_attempts);
+  core::SplitRecord next = h->record;
+  next.attempts = d.attempts_after;
+  next.last_error = printable_reason(reason);
+  next.owner.reset();
+  next.owner_nonce.reset();
+  if (d.quarantine) next.status = core::SplitStatus::quarantined;
+  CommitResult r = terminal_write(*h, std::move(next), "fail");
+  if (!r.durable()) return r;
+  if (d.quarantine) {
+    ctx_.metrics.quarantined_split();
+    push_event(SplitQuarantined{std::string(id), d.attempts_after});
+    log().warn("etlc: {}: split '{}' quarantined after {} attempts: {}", ctx_.instance, id,
+               d.attempts_after, reason);
+  } else {
+    log().info("etlc: {}: split '{}' failed (attempt {} of {}): {}", ctx_.instance, id,
+               d.attempts_after, ctx_.config.max_attempts, reason);
+  }
+  return r;
+}
+
+CommitResult HeldSplits::release_drained(std::string_view id, std::uint64_t epoch) {
+  auto h = find(id);
+  if (!h) return not_held(id);
+  MutexLock io(h->io);
+  if (auto over = tenancy_over(*h, epoch)) return *over;
+  CommitResult r = release_locked(*h);
+  if (r.durable()) {
+    ctx_.metrics.revocation("cooperative");
+    log().info("etlc: {}: released drained split '{}' at watermark {}", ctx_.instance, id,
+               h->record.progress.watermark);
+  }
+  return r;
+}
+
+void HeldSplits::release(std::span<const std::string> ids) {
+  for (const std::string& id : ids) {
+    auto h = find(id);
+    if (!h) continue;
+    MutexLock io(h->io);
+    if (!h->gone) release_locked(*h);
+  }
+}
+
+}  // namespace etlc::runtime

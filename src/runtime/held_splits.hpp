@@ -1,0 +1,154 @@
+// HeldSplits: the splits this member holds, the events its user has not taken yet, and the fenced
+// operations (commit, complete, fail, release) that lanes run on their own threads.
+//
+// It is the one part of a member that user threads touch, so it has its own locks and shares
+// nothing else with the control loop:
+//   * mu_ guards the table of held splits, their revocations, the event queue and the mirrors
+//     user threads read (leadership, the followed assignment, the nonce);
+//   * each Held::io serialises store I/O on one split between its lane (commit) and the loop
+//     (forced release), so lanes of different splits commit in parallel and never wait for the
+//     loop.
+// Lock order: the Member's loop mutex, then a Held::io, then mu_; never the other way round.
+//
+// Every write is a CAS on split.{id} at the revision this member last wrote. A conflict is
+// resolved by a re-read: if the record still names this member at the same epoch, the conflict
+// came from our own earlier write whose outcome was unknown and we adopt it; otherwise another
+// member owns a newer epoch and the split is lost (fenced) with nothing written.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/records.hpp"
+#include "etlc/events.hpp"
+#include "etlc/coordinator.hpp"  // CommitResult, kAnyEpoch
+#include "runtime/member_context.hpp"
+#include "util/mutex.hpp"
+
+namespace etlc::runtime {
+
+// One tenancy of a split held by this member. Created by a claim, never reused: a new tenancy of
+// the same split is a new Held.
+struct Held {
+  Held(std::string split_id, SplitSpec split_spec, core::SplitRecord rec, Revision rec_rev,
+       Revision lease_revision, std::uint64_t session_serial)
+      : id(std::move(split_id)),
+        spec(std::move(split_spec)),
+        epoch(rec.epoch),
+        session(session_serial),
+        lease_rev(lease_revision),
+        record(std::move(rec)),
+        record_rev(rec_rev) {}
+
+  const std::string id;
+  const SplitSpec spec;
+  const std::uint64_t epoch;    // the tenancy: record.epoch at the claim, for its whole life
+  const std::uint64_t session;  // the SessionDeadline serial of the session that claimed it
+  const Revision lease_rev;     // lease.{id} as this tenancy created (or adopted) it
+
+  Mutex io;  // serialises store I/O on this split
+  core::SplitRecord record GUARDED_BY(io);  // the last durable record as we wrote or read it
+  Revision record_rev GUARDED_BY(io) = 0;
+  bool gone GUARDED_BY(io) = false;  // released or lost: no further I/O, calls report fenced
+  int absent_rereads GUARDED_BY(io) = 0;  // consecutive re-reads that found no record
+};
+
+class HeldSplits {
+ public:
+  explicit HeldSplits(const MemberContext& ctx) : ctx_(ctx) {}
+  HeldSplits(const HeldSplits&) = delete;
+  HeldSplits& operator=(const HeldSplits&) = delete;
+
+  // --- user threads (see Coordinator for the meaning of each call) ---
+  CommitResult commit(std::string_view id, const SplitProgress& progress, std::uint64_t epoch)
+      EXCLUDES(mu_);
+  CommitResult complete(std::string_view id, const SplitProgress& progress, std::uint64_t epoch)
+      EXCLUDES(mu_);
+  CommitResult fail(std::string_view id, std::string_view reason, std::uint64_t epoch)
+      EXCLUDES(mu_);
+  CommitResult release_drained(std::string_view id, std::uint64_t epoch) EXCLUDES(mu_);
+  void release(std::span<const std::string> ids) EXCLUDES(mu_);
+  void decline_revoke(std::string_view id, std::uint64_t epoch) EXCLUDES(mu_);
+
+  std::optional<Event> poll_event() EXCLUDES(mu_);
+  std::optional<Event> wait_event(std::chrono::milliseconds timeout) EXCLUDES(mu_);
+
+  // --- the control loop ---
+  // A claim landed: hold the split and tell the user (SplitGranted).
+  void add(std::shared_ptr<Held> h) EXCLUDES(mu_);
+  std::shared_ptr<Held> find(std::string_view id) const EXCLUDES(mu_);
+  std::vector<std::shared_ptr<Held>> all() const EXCLUDES(mu_);
+  std::vector<std::string> ids() const EXCLUDES(mu_);
+  std::size_t size() const EXCLUDES(mu_);
+  void push_event(Event e) EXCLUDES(mu_);
+
+  // Starts revoking `h` (once; a revocation, once begun, finishes): RevokeRequested to the user,
+  // forced at drain_deadline or at once when declined.
+  void begin_revocation(const Held& h, TimePoint now) EXCLUDES(mu_);
+  // Revocations to force now (declined, or past their deadline), each with whether it was
+  // declined.
+  std::vector<std::pair<std::shared_ptr<Held>, bool>> due_revocations(TimePoint now) const
+      EXCLUDES(mu_);
+  // The earliest moment a revocation becomes due (now for a declined one), if any.
+  std::optional<TimePoint> next_revocation_due(TimePoint now) const EXCLUDES(mu_);
+  std::size_t draining() const EXCLUDES(mu_);
+
+  // Clears the record's owner (keeping epoch and progress), then deletes the lease.
+  CommitResult release_locked(Held& h) REQUIRES(h.io) EXCLUDES(mu_);
+  // Forgets a held split; with a reason, tells the user it is lost.
+  void drop(Held& h, std::optional<LossReason> reason) REQUIRES(h.io) EXCLUDES(mu_);
+  // Drops every held split without writing (the session can no longer be trusted).
+  void drop_all(LossReason reason) EXCLUDES(mu_);
+  // A crash: every held split is gone, no I/O, no event.
+  void abandon() EXCLUDES(mu_);
+  // Lease deletes that failed with a store error are retried here (the loop calls it each step).
+  void retry_lease_erases() EXCLUDES(mu_);
+  bool lease_erases_pending() const EXCLUDES(mu_);
+
+  // Mirrors of loop state for user threads.
+  void set_leader(bool leader) EXCLUDES(mu_);
+  bool leader() const EXCLUDES(mu_);
+  void set_assignment(std::optional<std::vector<std::string>> a) EXCLUDES(mu_);
+  std::optional<std::vector<std::string>> assignment() const EXCLUDES(mu_);
+  void set_nonce(std::string nonce) EXCLUDES(mu_);
+  std::string nonce() const EXCLUDES(mu_);
+
+ private:
+  struct Revocation {
+    bool declined = false;
+    TimePoint deadline{};
+  };
+
+  // Why a call may not write for the caller's tenancy (released, lost, or another epoch).
+  static std::optional<CommitResult> tenancy_over(const Held& h, std::uint64_t epoch)
+      REQUIRES(h.io);
+  CommitResult write_record(Held& h, const core::SplitRecord& next, const char* what)
+      REQUIRES(h.io);
+  // The outcome of a CAS that lost or had an unknown outcome, from a re-read. nullopt: retry
+  // on top of the revision now in h.
+  std::optional<CommitResult> resolve_conflict(Held& h, const core::SplitRecord& next,
+                                               const char* what) REQUIRES(h.io);
+  void erase_lease(const Held& h) EXCLUDES(mu_);
+  void push_locked(Event e) REQUIRES(mu_);
+  CommitResult terminal_write(Held& h, core::SplitRecord next, const char* what) REQUIRES(h.io);
+
+  const MemberContext& ctx_;
+  mutable Mutex mu_;
+  CondVar event_cv_;
+  std::map<std::string, std::shared_ptr<Held>, std::less<>> held_ GUARDED_BY(mu_);
+  std::map<std::string, Revocation, std::less<>> revocations_ GUARDED_BY(mu_);
+  std::deque<Event> events_ GUARDED_BY(mu_);
+  std::vector<std::pair<std::string, Revision>> pending_lease_erases_ GUARDED_BY(mu_);
+  bool leader_ GUARDED_BY(mu_) = false;
+  std::optional<std::vector<std::string>> assignment_ GUARDED_BY(mu_);
+  std::string nonce_ GUARDED_BY(mu_);
+};
+
+}  // namespace etlc::runtime

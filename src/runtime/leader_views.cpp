@@ -1,0 +1,120 @@
+// LeaderViews: split.* and cordon.* for the leader (leader_views.hpp).
+#include "runtime/leader_views.hpp"
+
+#include "core/keys.hpp"
+#include "core/repair_rules.hpp"
+#include "log.hpp"
+
+namespace etlc::runtime {
+
+LeaderViews::LeaderViews(const MemberContext& ctx)
+    : ctx_(ctx), splits_watch_(core::kSplitPrefix), cordons_watch_(core::kCordonPrefix) {}
+
+void LeaderViews::ensure_watches() {
+  if (!splits_watch_.open()) {
+    splits_.clear();
+    split_damage_.clear();
+    parked_specs_.clear();
+    completed_ = quarantined_ = 0;
+    splits_watch_.start(ctx_.store, ctx_.wake);
+  }
+  if (!cordons_watch_.open()) {
+    cordons_.clear();
+    cordons_watch_.start(ctx_.store, ctx_.wake);
+  }
+}
+
+bool LeaderViews::drain(TimePoint now, bool& more) {
+  bool dirty = false;
+  more |= splits_watch_.drain(
+      ctx_, [&](const WatchEvent& e) { dirty |= on_split_event(e, now); },
+      [&](const WatchEvent& e, const std::string& error) {
+        if (auto id = core::id_from_key(e.key, core::kSplitPrefix)) {
+          split_damage_[*id] = Damage{e.revision, false, now, error, std::nullopt};
+          dirty = true;
+        }
+      });
+  more |= cordons_watch_.drain(
+      ctx_, [&](const WatchEvent& e) { dirty |= on_cordon_event(e); },
+      [&](const WatchEvent& e, const std::string&) {
+        auto id = core::id_from_key(e.key, core::kCordonPrefix);
+        if (id && cordons_.erase(*id) > 0) dirty = true;  // unreadable: as if absent
+      });
+  return dirty;
+}
+
+std::uint64_t LeaderViews::known_split_count() const {
+  std::uint64_t n = splits_.size();
+  for (const auto& [id, d] : split_damage_) n += splits_.count(id) ? 0 : 1;
+  return n;
+}
+
+void LeaderViews::count(const core::SplitRecord& r, bool add) {
+  std::uint64_t* tally = r.status == core::SplitStatus::completed     ? &completed_
+                         : r.status == core::SplitStatus::quarantined ? &quarantined_
+                                                                      : nullptr;
+  if (tally != nullptr) *tally = add ? *tally + 1 : *tally - 1;
+}
+
+bool LeaderViews::put_split(const std::string& id, core::SplitRecord rec, Revision rev) {
+  split_damage_.erase(id);
+  if (core::parked_for_spec(rec)) {
+    parked_specs_.insert(id);
+  } else {
+    parked_specs_.erase(id);
+  }
+  auto it = splits_.find(id);
+  if (it == splits_.end()) {
+    count(rec, true);
+    splits_.emplace(id, SplitView{std::move(rec), rev});
+    return true;
+  }
+  // Progress-only commits (same owner, same status) change nothing the assignment reads.
+  const bool changed = it->second.rec.status != rec.status || it->second.rec.owner != rec.owner ||
+                       it->second.rec.weight != rec.weight;
+  count(it->second.rec, false);
+  count(rec, true);
+  it->second = SplitView{std::move(rec), rev};
+  return changed;
+}
+
+bool LeaderViews::on_split_event(const WatchEvent& e, TimePoint now) {
+  auto id = core::id_from_key(e.key, core::kSplitPrefix);
+  if (!id) return false;
+  auto it = splits_.find(*id);
+  if (it != splits_.end() && it->second.rev > e.revision) return false;
+  if (e.kind == WatchEvent::Kind::put) {
+    // Unreadable values throw here and reach the damage handler; the view keeps the last one.
+    return put_split(*id, core::decode_split(e.key, e.value), e.revision);
+  }
+  // Split records are never deleted: damage, rebuilt by heal_splits() from the last record.
+  auto d = split_damage_.find(*id);
+  if (d != split_damage_.end() && d->second.rev > e.revision) return false;
+  if (it == splits_.end() && d == split_damage_.end()) return false;  // never known
+  Damage damage{e.revision, true, now, "deleted", std::nullopt};
+  if (it != splits_.end()) {
+    damage.last = it->second.rec;
+    count(it->second.rec, false);
+    parked_specs_.erase(*id);
+    splits_.erase(it);
+  } else {
+    damage.last = d->second.last;
+  }
+  log().warn("etlc: {}: split record '{}' was deleted", ctx_.instance, *id);
+  split_damage_[*id] = std::move(damage);
+  return true;
+}
+
+bool LeaderViews::on_cordon_event(const WatchEvent& e) {
+  auto id = core::id_from_key(e.key, core::kCordonPrefix);
+  if (!id) return false;
+  if (e.kind == WatchEvent::Kind::put) {
+    core::decode_cordon(e.key, e.value);  // validate; garbage is treated as absent
+    cordons_.insert(*id);
+  } else {
+    cordons_.erase(*id);
+  }
+  return true;
+}
+
+}  // namespace etlc::runtime

@@ -1,0 +1,68 @@
+// LeaderViews: what only the leader watches — split.* (every split record: status, owner,
+// weight, and the completion tallies) and cordon.* — and the damage found there. Created with
+// the Leadership, gone with it: a worker never holds them.
+//
+// Split records are never deleted and never written unreadable by the protocol, so a delete or
+// an unreadable value is recorded as Damage (with the last readable record, kept in the view
+// meanwhile for a garbage value) for heal_splits() (healing.cpp) to rebuild. Progress-only
+// commits change nothing the assignment reads and do not make it dirty. Not thread-safe.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+
+#include "core/records.hpp"
+#include "runtime/fleet_views.hpp"
+#include "runtime/member_context.hpp"
+#include "runtime/watch_slot.hpp"
+
+namespace etlc::runtime {
+
+struct SplitView {
+  core::SplitRecord rec;
+  Revision rev = 0;
+};
+
+class LeaderViews {
+ public:
+  explicit LeaderViews(const MemberContext& ctx);
+
+  void ensure_watches();
+  bool caught_up() const { return splits_watch_.caught_up() && cordons_watch_.caught_up(); }
+  // Folds pending events; returns whether anything the assignment reads changed (`more`: events
+  // remain).
+  bool drain(TimePoint now, bool& more);
+  // Drops the split view and re-watches it (a fresh snapshot).
+  void rewatch_splits() { splits_watch_.reset(); }
+
+  const std::unordered_map<std::string, SplitView>& splits() const { return splits_; }
+  std::map<std::string, Damage>& split_damage() { return split_damage_; }
+  const std::set<std::string>& parked_specs() const { return parked_specs_; }
+  const std::set<std::string>& cordons() const { return cordons_; }
+  std::uint64_t completed() const { return completed_; }
+  std::uint64_t quarantined() const { return quarantined_; }
+  // Split records known: readable ones plus damaged ones not in the view.
+  std::uint64_t known_split_count() const;
+
+  // Sets splits_[id] (clearing its damage, keeping the tallies); true if anything the
+  // assignment reads changed.
+  bool put_split(const std::string& id, core::SplitRecord rec, Revision rev);
+
+ private:
+  bool on_split_event(const WatchEvent& e, TimePoint now);
+  bool on_cordon_event(const WatchEvent& e);
+  void count(const core::SplitRecord& r, bool add);
+
+  const MemberContext& ctx_;
+  WatchSlot splits_watch_, cordons_watch_;
+  std::unordered_map<std::string, SplitView> splits_;
+  std::map<std::string, Damage> split_damage_;
+  std::set<std::string> parked_specs_;  // splits parked for their spec (core/repair_rules.hpp)
+  std::set<std::string> cordons_;
+  std::uint64_t completed_ = 0;
+  std::uint64_t quarantined_ = 0;
+};
+
+}  // namespace etlc::runtime

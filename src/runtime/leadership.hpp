@@ -1,0 +1,139 @@
+// Leadership: everything a leader has and does, for one term. It is created when this member is
+// elected (election.hpp) and destroyed when it steps down, so none of its state exists on a
+// worker and nothing is reset by hand: a new term starts from a new object.
+//
+// What a leader does each step (step()), in this order:
+//   heal        rewrite what it owns that is damaged (its leader record, the plan, split records)
+//   plan        run the planner off the loop, validate, seed in bounded slices, publish the header
+//   tallies     completed / quarantined counts and the verdict in the plan record
+//   publish     desired_assignment over its views, written only where a record differs
+//   clean up    assignment records of members gone past their rebalance window
+// The term is the leader fence: every plan write is a CAS, and a record showing a newer term
+// ends this leadership (Outcome::step_down). Not thread-safe: the control loop owns it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/rebalance_delay.hpp"
+#include "core/records.hpp"
+#include "etlc/planner.hpp"
+#include "runtime/bulk_executor.hpp"
+#include "runtime/fleet_views.hpp"
+#include "runtime/leader_views.hpp"
+#include "runtime/member_context.hpp"
+#include "runtime/plan_runner.hpp"
+
+namespace etlc::runtime {
+
+class Leadership {
+ public:
+  struct Outcome {
+    enum class Kind : std::uint8_t { lead, step_down, fatal } kind = Kind::lead;
+    std::string why;
+  };
+  // The collaborators a leader borrows from its member (all outlive it).
+  struct Deps {
+    FleetViews& views;
+    PlanRunner& plan_runner;
+    BulkExecutor& bulk;
+    std::shared_ptr<Planner> planner;
+    std::uint64_t& publishes;  // assignment records written, over every term
+  };
+
+  // Elected for `term` with job.leader at `leader_rev`, naming this session (`nonce`).
+  Leadership(const MemberContext& ctx, Deps deps, std::string nonce, std::uint64_t term,
+             Revision leader_rev, TimePoint now);
+
+  std::uint64_t term() const { return term_; }
+  // Folds the leader-only watches (split.*, cordon.*); true if events remain.
+  bool drain(TimePoint now);
+  // What the fleet views changed that the leader acts on: departures and arrivals (rebalance
+  // windows), assignment records it did not publish, anything that makes the assignment dirty.
+  void on_changes(const ViewChanges& changes, TimePoint now);
+  // Sessions this member expired itself (liveness.cpp).
+  void departed(const std::vector<std::string>& ids, TimePoint now);
+  // One leader step; runs only once every view has its snapshot.
+  Outcome step(TimePoint now);
+  // When step() next has something to do (never in the past); now while seeding.
+  TimePoint next_due(TimePoint now) const;
+  bool planning() const { return planning_; }
+  // What this term last published, member -> splits.
+  const std::map<std::string, std::vector<std::string>>& published() const { return published_; }
+  // Shutdown: deletes the leader record (guarded).
+  void resign();
+
+ private:
+  struct SeedJob {
+    std::vector<PlannedSplit> splits;
+    std::size_t next = 0;
+    PlanFinality finality = PlanFinality::final;
+    std::optional<std::string> cursor;
+    bool repair = false;  // a re-plan to rewrite damaged specs and records (healing.cpp)
+  };
+
+  // healing.cpp
+  void heal(TimePoint now);
+  void heal_leader_record();
+  void heal_plan();
+  void heal_splits();
+  bool heal_split(const std::string& id, Damage& d);
+  std::optional<core::SplitRecord> rebuild(const std::string& id, const Damage& d);
+  void find_missing_splits();
+  void repair_seeded(const PlannedSplit& s);
+  bool rewrite_spec(const PlannedSplit& s);
+  // planning.cpp
+  void advance_planning(TimePoint now);
+  void take_plan_outcome(PlanOutcome outcome, TimePoint now);
+  bool valid_plan(const Plan& plan, TimePoint now);
+  void start_planner(TimePoint now);
+  bool give_up_on_planner(const std::string& error, TimePoint now);
+  void seed_slice();
+  void finish_seeding();
+  bool split_view_short(TimePoint now);
+  bool write_plan(const core::PlanRecord& next);
+  void update_tallies(TimePoint now);
+  void set_tallies(core::PlanRecord& next) const;
+  // publish.cpp
+  void publish_assignment(TimePoint now);
+  void write_assignment(const std::string& member, std::vector<std::string> splits, bool& failed,
+                        std::uint64_t& written);
+  void warn_about_bounds(const std::string& id, const core::MemberRecord& rec);
+  void cleanup_departed(TimePoint now);
+  void note_departure(const std::string& instance, TimePoint now);
+  void note_arrival(const std::string& instance);
+  void step_down(std::string why) { outcome_ = {Outcome::Kind::step_down, std::move(why)}; }
+
+  const MemberContext& ctx_;
+  Deps deps_;
+  FleetViews& views_;
+  LeaderViews leader_views_;
+  const std::string nonce_;  // of the session that was elected (a new session ends the term)
+  std::uint64_t term_;
+  Revision leader_rev_;
+  Outcome outcome_;  // what this step decided (step_down / fatal end the term)
+  core::RebalanceDelay delay_;
+  bool assignment_dirty_ = true;
+  TimePoint last_assignment_at_{};
+  std::map<std::string, std::vector<std::string>> published_;
+  std::optional<SeedJob> seeding_;
+  bool planning_ = false;
+  bool planning_repair_ = false;  // the plan running now is a repair re-plan
+  bool repair_due_ = false;       // a re-plan is needed to rewrite specs or records
+  std::set<std::string> unrepairable_;  // parked splits the planner no longer lists
+  TimePoint next_plan_at_{};
+  Duration plan_backoff_{};
+  std::uint32_t planner_failures_ = 0;  // consecutive (planning.cpp)
+  TimePoint last_tally_write_{};
+  std::optional<TimePoint> split_view_short_since_;
+  bool split_view_rewatched_ = false;
+  bool missing_splits_listed_ = false;  // find_missing_splits ran for this shortness episode
+  std::map<std::string, std::string> peer_warned_;  // instance -> nonce warned about
+};
+
+}  // namespace etlc::runtime

@@ -1,0 +1,339 @@
+// The leader's planning: the planner off the loop, validation, bounded seeding, the plan header
+// and its tallies, and the bounded planner-failure policy.
+//
+// Planner failures. The leader counts consecutive failures of the planner (it threw, or returned
+// an invalid plan). At CoordinatorConfig::max_planner_failures it writes the plan record's
+// `failed` verdict with the last error as its message and stops planning; every member then
+// reports Stalled{message} (worker.cpp). The verdict is sticky across leaders until an operator
+// clears it (`etlc resume`), after which the count starts again from zero.
+#include <fmt/format.h>
+
+#include <unordered_set>
+
+#include "core/completion.hpp"
+#include "core/keys.hpp"
+#include "log.hpp"
+#include "runtime/leadership.hpp"
+
+namespace etlc::runtime {
+
+namespace {
+constexpr auto kPlanRetryMin = std::chrono::milliseconds(200);
+constexpr auto kPlanRetryMax = std::chrono::seconds(30);
+constexpr auto kTallyInterval = std::chrono::milliseconds(100);
+// A planner's message is user text: bounded and made valid UTF-8 before it enters a record.
+constexpr std::size_t kMaxPlannerMessageBytes = 1024;
+
+core::Finality to_core(PlanFinality f) {
+  return f == PlanFinality::final ? core::Finality::final : core::Finality::open;
+}
+
+std::string printable_message(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (out.size() >= kMaxPlannerMessageBytes) {
+      out += "...";
+      break;
+    }
+    const auto b = static_cast<unsigned char>(c);
+    out.push_back(b < 0x80 && b >= 0x20 ? c : '?');  // ASCII only: always valid UTF-8
+  }
+  return out;
+}
+}  // namespace
+
+void Leadership::advance_planning(TimePoint now) {
+  const auto& view = views_.plan_view();
+  if (!view) return;
+  const core::PlanRecord& plan = view->first;
+  if (plan.verdict == core::Verdict::failed) {  // gave up on the planner until `etlc resume`
+    planner_failures_ = 0;
+    plan_backoff_ = kPlanRetryMin;
+    return;
+  }
+  if (seeding_) {
+    seed_slice();
+    if (seeding_ && seeding_->next >= seeding_->splits.size()) finish_seeding();
+    return;
+  }
+  if (planning_) {
+    auto outcome = deps_.plan_runner.take();
+    if (outcome) take_plan_outcome(std::move(*outcome), now);
+    return;
+  }
+  // A repair re-plan (healing.cpp) runs for final plans too, at most once per replan_interval.
+  const bool due = !plan.planned || plan.finality == core::Finality::open || repair_due_;
+  if (due && now >= next_plan_at_) start_planner(now);
+}
+
+void Leadership::start_planner(TimePoint now) {
+  const core::PlanRecord& plan = views_.plan_view()->first;
+  planning_repair_ = repair_due_ && plan.planned;
+  repair_due_ = false;
+  if (planning_repair_) {
+    log().warn("etlc: {}: re-planning to rewrite damaged specs and split records", ctx_.instance);
+  }
+  PlanContext pc;
+  pc.term = term_;
+  pc.cursor = plan.cursor;
+  pc.existing_splits = leader_views_.splits().size();
+  planning_ = true;
+  deps_.plan_runner.start(deps_.planner, pc);
+  if (!deps_.plan_runner.running()) advance_planning(now);  // inline runner: the outcome is ready
+}
+
+void Leadership::take_plan_outcome(PlanOutcome outcome, TimePoint now) {
+  planning_ = false;
+  if (!outcome.plan) {
+    if (give_up_on_planner(outcome.error, now)) return;
+    log().warn("etlc: {}: planner failed: {}; retrying in {} ms", ctx_.instance, outcome.error,
+               std::chrono::duration_cast<std::chrono::milliseconds>(plan_backoff_).count());
+    next_plan_at_ = now + plan_backoff_;
+    plan_backoff_ = std::min<Duration>(plan_backoff_ * 2, kPlanRetryMax);
+    return;
+  }
+  plan_backoff_ = kPlanRetryMin;
+  planner_failures_ = 0;
+  if (!valid_plan(*outcome.plan, now)) return;
+  SeedJob job;
+  job.splits = std::move(outcome.plan->splits);
+  job.finality = outcome.plan->finality;
+  job.cursor = std::move(outcome.plan->cursor);
+  job.repair = planning_repair_;
+  seeding_ = std::move(job);
+}
+
+// Validates before anything is written: a bad plan is the planner's bug, reported by name.
+bool Leadership::valid_plan(const Plan& plan, TimePoint now) {
+  std::unordered_set<std::string_view> ids;
+  for (const PlannedSplit& s : plan.splits) {
+    try {
+      core::validate_id(s.spec.id, "split id");
+      if (s.spec.descriptor.size() > kMaxDescriptorBytes) {
+        throw ConfigError(fmt::format("split '{}': descriptor of {} bytes exceeds {}", s.spec.id,
+                                      s.spec.descriptor.size(), kMaxDescriptorBytes));
+      }
+      if (!ids.insert(s.spec.id).second) {
+        throw ConfigError(fmt::format("split id '{}' planned twice", s.spec.id));
+      }
+    } catch (const ConfigError& e) {
+      log().error("etlc: {}: rejecting plan: {}", ctx_.instance, e.what());
+      if (!give_up_on_planner(fmt::format("invalid plan: {}", e.what()), now)) {
+        next_plan_at_ = now + kPlanRetryMax;
+      }
+      return false;
+    }
+  }
+  return true;
+}
+
+bool Leadership::give_up_on_planner(const std::string& error, TimePoint now) {
+  const auto& view = views_.plan_view();
+  if (++planner_failures_ < ctx_.config.max_planner_failures || !view) return false;
+  core::PlanRecord next = view->first;
+  next.term = term_;
+  next.verdict = core::Verdict::failed;
+  next.message = fmt::format(
+      "the planner failed {} times in a row (max_planner_failures); last error: {}. Fix the "
+      "cause, then `etlc resume` lets the leader plan again",
+      planner_failures_, printable_message(error));
+  log().error("etlc: {}: giving up: {}", ctx_.instance, *next.message);
+  if (!write_plan(next)) next_plan_at_ = now + plan_backoff_;  // a later failure writes it again
+  return true;
+}
+
+// Seeds at most bulk_ops_per_step store writes per step: for each split its spec, then its
+// record, both create-if-absent (a spec that exists is fine: it is immutable). Splits already
+// known from the split.* watch are skipped. The writes of one slice run through the bulk
+// executor (pipelined in thread mode).
+void Leadership::seed_slice() {
+  SeedJob& job = *seeding_;
+  const std::size_t max_splits = std::max<std::uint32_t>(ctx_.config.bulk_ops_per_step / 2, 1);
+  std::vector<const PlannedSplit*> batch;
+  while (job.next < job.splits.size() && batch.size() < max_splits) {
+    const PlannedSplit& s = job.splits[job.next++];
+    // Damaged records are healed from what is known of them (healing.cpp), never re-seeded as
+    // new: a fresh record at epoch 0 would let the old tenancy's writes through.
+    if (job.repair) repair_seeded(s);
+    const auto& splits = leader_views_.splits();
+    if (!splits.count(s.spec.id) && !leader_views_.split_damage().count(s.spec.id)) {
+      batch.push_back(&s);
+    }
+  }
+  if (batch.empty()) return;
+  std::vector<core::SplitRecord> records(batch.size());
+  std::vector<Revision> created(batch.size(), 0);
+  std::vector<std::function<void()>> tasks;
+  tasks.reserve(batch.size());
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const PlannedSplit& s = *batch[i];
+    core::SplitRecord& rec = records[i];
+    rec.id = s.spec.id;
+    rec.weight = s.spec.weight;
+    if (s.seed_progress) rec.progress = *s.seed_progress;
+    tasks.emplace_back([this, &s, &rec, &out = created[i]] {
+      ctx_.store.create(core::spec_key(s.spec.id), core::encode(core::SpecRecord{s.spec}));
+      const WriteResult r = ctx_.store.create(core::split_key(s.spec.id), core::encode(rec));
+      if (r.ok) out = r.revision;
+    });
+  }
+  auto keep_created = [&] {
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (created[i] != 0 && leader_views_.put_split(records[i].id, records[i], created[i])) {
+        assignment_dirty_ = true;
+      }
+    }
+  };
+  try {
+    deps_.bulk.run_all(tasks);
+  } catch (...) {
+    keep_created();
+    job.next = 0;  // rescan from the start: known splits are skipped cheaply
+    throw;
+  }
+  keep_created();
+}
+
+void Leadership::finish_seeding() {
+  SeedJob job = std::move(*seeding_);
+  seeding_.reset();
+  if (job.repair) {
+    // A parked split the planner no longer lists stays parked: the job's named end state.
+    std::unordered_set<std::string_view> listed;
+    for (const PlannedSplit& s : job.splits) listed.insert(s.spec.id);
+    for (const std::string& id : leader_views_.parked_specs()) {
+      if (!listed.count(id) && unrepairable_.insert(id).second) {
+        log().error(
+            "etlc: {}: split '{}' stays parked: its spec is unusable and the planner no longer "
+            "lists it (restore spec.{} and run `etlc requeue {}`)",
+            ctx_.instance, id, id, id);
+      }
+    }
+  }
+  core::PlanRecord next = views_.plan_view()->first;
+  next.term = term_;
+  next.planned = true;
+  next.finality = to_core(job.finality);
+  next.cursor = job.cursor;
+  next.split_count = next.finality == core::Finality::final ? job.splits.size()
+                                                            : leader_views_.splits().size();
+  set_tallies(next);  // the header must never carry older tallies than the view (a requeue)
+  if (!write_plan(next)) {
+    seeding_ = std::move(job);  // retry the header write next step (seeding is idempotent)
+    seeding_->next = seeding_->splits.size();
+    return;
+  }
+  next_plan_at_ = ctx_.clock.now() + ctx_.config.replan_interval;
+  log().info("etlc: {}: plan published: {} splits ({})", ctx_.instance, next.split_count,
+             core::to_string(next.finality));
+}
+
+// Split records are never deleted, so a view holding fewer than the plan counts is missing some
+// (a snapshot that ended early): assigning from it would revoke splits from their live owners.
+// Wait for the watch to deliver the rest; after a lease, re-watch once; if a fresh snapshot is
+// short too, records really were deleted while no leader watched: rebuild them from their specs.
+bool Leadership::split_view_short(TimePoint now) {
+  const auto& view = views_.plan_view();
+  if (!view || !view->first.planned || seeding_) return false;
+  const std::uint64_t known = leader_views_.known_split_count();
+  const std::uint64_t planned = view->first.split_count;
+  if (known >= planned) {
+    split_view_short_since_.reset();
+    split_view_rewatched_ = false;
+    missing_splits_listed_ = false;
+    return false;
+  }
+  if (split_view_rewatched_) {
+    if (split_view_short_since_) {
+      log().error(
+          "etlc: {}: a fresh snapshot holds {} of the plan's {} split records: records were "
+          "deleted from the store; rebuilding them",
+          ctx_.instance, known, planned);
+      split_view_short_since_.reset();
+    }
+    if (!missing_splits_listed_) find_missing_splits();
+    return false;
+  }
+  if (!split_view_short_since_) {
+    split_view_short_since_ = now;
+    log().warn(
+        "etlc: {}: the split view holds {} of the plan's {} records; waiting for the rest "
+        "before assigning",
+        ctx_.instance, known, planned);
+  } else if (now - *split_view_short_since_ >= ctx_.config.lease_duration) {
+    leader_views_.rewatch_splits();  // drain() re-opens it: a fresh snapshot
+    split_view_rewatched_ = true;
+  }
+  return true;
+}
+
+// Writes the plan record at our term by CAS on the revision we last saw. A loss means someone
+// else wrote it: if they hold a newer term we step down, else retry next step.
+bool Leadership::write_plan(const core::PlanRecord& next) {
+  const auto& view = views_.plan_view();
+  if (!view) return false;
+  const WriteResult r = ctx_.store.update(core::kPlanKey, core::encode(next), view->second);
+  if (r.ok) {
+    views_.set_plan_view(next, r.revision);
+    return true;
+  }
+  auto cur = ctx_.store.get(core::kPlanKey);
+  if (!cur) {
+    views_.set_plan_damage(Damage{0, true, ctx_.clock.now(), "deleted", std::nullopt});
+    return false;
+  }
+  core::PlanRecord seen;
+  try {
+    seen = core::decode_plan(core::kPlanKey, cur->value);
+  } catch (const core::RecordError& e) {
+    views_.set_plan_damage(Damage{cur->revision, false, ctx_.clock.now(), e.what(), std::nullopt});
+    return false;  // heal_plan() rewrites it next step
+  }
+  if (seen.term > term_) {
+    step_down("plan term moved past ours");
+    return false;
+  }
+  views_.set_plan_view(std::move(seen), cur->revision);
+  return false;
+}
+
+// The completed/quarantined tallies of the split view, and the verdict they give.
+void Leadership::set_tallies(core::PlanRecord& next) const {
+  next.completed = leader_views_.completed();
+  next.quarantined = leader_views_.quarantined();
+  // A split parked for its spec that a repair re-plan may still requeue is not a final
+  // quarantine: the job is not stalled until the planner has had its say.
+  std::uint64_t pending = 0;
+  for (const std::string& id : leader_views_.parked_specs()) {
+    pending += unrepairable_.count(id) ? 0 : 1;
+  }
+  try {
+    next.verdict = core::completion_verdict(next.finality, next.split_count, next.completed,
+                                            next.quarantined - std::min(pending, next.quarantined));
+  } catch (const ConfigError& e) {
+    log().error("etlc: {}: inconsistent tallies, verdict left as it was: {}", ctx_.instance,
+                e.what());
+  }
+}
+
+void Leadership::update_tallies(TimePoint now) {
+  const auto& view = views_.plan_view();
+  if (!view || !view->first.planned) return;
+  const core::PlanRecord& plan = view->first;
+  if (plan.verdict == core::Verdict::failed) return;  // sticky until an operator clears it
+  core::PlanRecord next = plan;
+  next.term = term_;
+  // Count every split record that exists: after seeding that is at least the planned set, and a
+  // stray record (an operator's, an earlier plan's) is work the fleet assigns too, so the
+  // tallies can never exceed the count.
+  next.split_count = std::max<std::uint64_t>(
+      leader_views_.splits().size(), plan.finality == core::Finality::final ? plan.split_count : 0);
+  set_tallies(next);
+  ctx_.metrics.set_job_tallies(next.split_count, next.completed, next.quarantined);
+  if (next == plan) return;
+  const bool verdict_changed = next.verdict != plan.verdict;
+  if (!verdict_changed && now - last_tally_write_ < kTallyInterval) return;
+  if (write_plan(next)) last_tally_write_ = now;
+}
+
+}  // namespace etlc::runtime

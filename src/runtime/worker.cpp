@@ -1,0 +1,186 @@
+// Worker: reconciliation, revocations and completion (worker.hpp). The claim itself is claim.cpp.
+#include "runtime/worker.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "core/assignment_rules.hpp"
+#include "core/keys.hpp"
+#include "log.hpp"
+
+namespace etlc::runtime {
+
+namespace {
+constexpr std::size_t kClaimsPerStep = 64;
+
+bool contains(const std::vector<std::string>& sorted, const std::string& id) {
+  return std::binary_search(sorted.begin(), sorted.end(), id);
+}
+}  // namespace
+
+// assign.{me} when it is an instruction: readable, and of the plan's term or later.
+std::optional<std::vector<std::string>> Worker::followed_assignment() const {
+  auto it = views_.assigns().find(ctx_.instance);
+  if (it == views_.assigns().end() || !it->second.readable) return std::nullopt;
+  const auto& plan = views_.plan_view();
+  if (!core::assignment_in_force(it->second.rec.term, plan ? plan->first.term : 0)) {
+    return std::nullopt;
+  }
+  return it->second.rec.splits;
+}
+
+void Worker::reconcile(TimePoint now) {
+  // A retry deadline that has passed gates nothing, but the loop wakes up for every deadline it
+  // keeps: drop passed ones (e.g. of a split no longer assigned) or an idle member spins.
+  std::erase_if(claim_retry_at_, [&](const auto& kv) { return kv.second <= now; });
+  if (!views_.caught_up()) return;
+  const std::optional<std::vector<std::string>> assigned = followed_assignment();
+  held_.set_assignment(assigned);
+  if (!assigned) return;  // no instruction is not an instruction to hold nothing
+  give_back_orphan_leases(*assigned);
+  // Specs prefetched for splits no longer assigned (bounded by the assignment's size).
+  auto unassigned = [&](const auto& kv) { return !contains(*assigned, kv.first); };
+  std::erase_if(spec_cache_, unassigned);
+  std::erase_if(spec_absent_since_, unassigned);
+  const std::vector<std::shared_ptr<Held>> held = held_.all();
+  for (const auto& h : held) {
+    if (!contains(*assigned, h->id)) held_.begin_revocation(*h, now);
+  }
+  claim_assigned(*assigned, held, now);
+}
+
+// Leases of this process for splits it neither holds nor is asked to claim are leftovers of a
+// claim that failed half-way (lease created, then the record CAS or the give-back failed with a
+// store error). Nobody may claim those splits while this member lives: give them back (guarded
+// delete at the revision seen; a lost race refreshes the view from the store, so a wrong revision
+// in the view cannot keep the lease alive for ever).
+void Worker::give_back_orphan_leases(const std::vector<std::string>& assigned) {
+  std::vector<std::string> orphans;
+  for (const std::string& id : views_.leases().owned()) {
+    if (views_.leases().find(id)->second.rec.nonce == session_.nonce() && !held_.find(id) &&
+        !contains(assigned, id)) {
+      orphans.push_back(id);
+    }
+  }
+  for (const auto& id : orphans) liveness_.erase_lease_at(id, views_.leases().find(id)->second.rev);
+}
+
+// assigned, not held -> claim, within the lane budget and a bound per step.
+void Worker::claim_assigned(const std::vector<std::string>& assigned,
+                            const std::vector<std::shared_ptr<Held>>& held, TimePoint now) {
+  std::unordered_set<std::string_view> held_ids;
+  for (const auto& h : held) held_ids.insert(h->id);
+  std::size_t holding = held.size();
+  std::size_t attempts = 0;
+  for (const std::string& id : assigned) {
+    if (holding >= ctx_.config.max_in_flight || attempts >= kClaimsPerStep) break;
+    if (held_ids.count(id)) continue;
+    if (auto it = claim_retry_at_.find(id); it != claim_retry_at_.end() && it->second > now) {
+      continue;
+    }
+    ++attempts;
+    try_claim(id, now);
+    if (held_.find(id)) ++holding;
+  }
+}
+
+void Worker::try_claim(const std::string& id, TimePoint now) {
+  try {
+    claim(id, now);
+  } catch (const core::RecordError& e) {
+    // One unreadable record must not stall the member's other claims (the leader rebuilds it).
+    ctx_.metrics.unreadable_record();
+    warn_.warn(core::split_key(id), fmt::format("cannot claim split '{}': {}", id, e.what()));
+    claim_retry_at_[id] = now + ctx_.config.lease_duration;
+    spec_cache_.erase(id);
+  }
+}
+
+// Forced revocation: a declined drain, or one past its deadline. The split is released (its
+// owner is alive, so no attempt is consumed) and the user is told it is lost.
+void Worker::force_due_revocations(TimePoint now) {
+  for (const auto& [h, declined] : held_.due_revocations(now)) {
+    MutexLock io(h->io);
+    if (h->gone) continue;
+    log().info("etlc: {}: forcing the release of split '{}' ({})", ctx_.instance, h->id,
+               declined ? "declined" : "drain deadline passed");
+    const CommitResult r = held_.release_locked(*h);
+    if (r.status == CommitStatus::retryable) continue;  // retried next step
+    if (r.durable()) {  // (a fenced release already reported the loss as fenced)
+      ctx_.metrics.revocation(declined ? "declined" : "timed_out");  // once, when it happened
+      ctx_.metrics.lost(LossReason::revoked);
+      held_.push_event(SplitLost{h->id, LossReason::revoked});
+    }
+  }
+}
+
+void Worker::observe_completion() {
+  const auto& view = views_.plan_view();
+  if (!view) return;
+  const core::PlanRecord& plan = view->first;
+  if (plan.verdict == core::Verdict::complete && !seen_complete_) {
+    seen_complete_ = true;
+    held_.push_event(AllComplete{plan.completed});
+  } else if (plan.verdict == core::Verdict::stalled && !seen_stalled_) {
+    seen_stalled_ = true;
+    held_.push_event(Stalled{plan.completed, plan.quarantined, {}});
+  } else if (plan.verdict == core::Verdict::failed && !seen_stalled_) {
+    seen_stalled_ = true;  // the planner failed max_planner_failures times (planning.cpp)
+    held_.push_event(Stalled{plan.completed, plan.quarantined,
+                             plan.message.value_or("the job's planner failed")});
+  } else if (plan.verdict == core::Verdict::running) {
+    seen_stalled_ = false;  // an operator requeued or resumed: a later stall is news again
+  }
+}
+
+void Worker::leases_freed(const std::vector<std::string>& ids) {
+  for (const auto& id : ids) claim_retry_at_.erase(id);
+}
+
+std::optional<TimePoint> Worker::next_retry(TimePoint now) const {
+  std::optional<TimePoint> next;
+  for (const auto& [id, at] : claim_retry_at_) {
+    if (at > now && (!next || at < *next)) next = at;
+  }
+  return next;
+}
+
+const SplitSpec* Worker::load_spec(const std::string& id) {
+  if (auto it = spec_cache_.find(id); it != spec_cache_.end()) return &it->second;
+  auto stored = ctx_.store.get(core::spec_key(id));
+  if (!stored) return nullptr;
+  return &spec_cache_.emplace(id, core::decode_spec(core::spec_key(id), stored->value).spec)
+              .first->second;
+}
+
+void Worker::prefetch_spec(const std::string& id) {
+  try {
+    load_spec(id);
+  } catch (const StoreError& e) {
+    if (!e.retryable()) throw;  // a prefetch is an optimisation: the claim reads it again
+  } catch (const core::RecordError&) {
+    // the claim finds it unreadable and parks the split
+  }
+}
+
+// Whether spec.{id} is usable for a claim: nullopt if it reads (or may still appear), else what
+// is wrong with it. Seeding writes a split's spec before its record, so a record whose spec is
+// absent lost it; a stale read can look the same for a moment, so absence counts after two leases.
+std::optional<std::string> Worker::check_spec(const std::string& id, TimePoint now) {
+  try {
+    if (load_spec(id) != nullptr) {
+      spec_absent_since_.erase(id);
+      return std::nullopt;
+    }
+  } catch (const core::RecordError& e) {
+    return fmt::format("spec.{} is unreadable ({})", id, e.what());
+  }
+  auto [it, fresh] = spec_absent_since_.try_emplace(id, now);
+  (void)fresh;
+  if (now - it->second < 2 * ctx_.config.lease_duration) return std::nullopt;
+  return fmt::format("spec.{} is missing", id);
+}
+
+}  // namespace etlc::runtime

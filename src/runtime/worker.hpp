@@ -1,0 +1,95 @@
+// Worker: what every member does as a worker — follow its own assignment record (work-assignment
+// page, "Reconciliation"), claim what it is assigned, revoke what it no longer is, force drains
+// past their deadline, and tell its user when the job ends.
+//
+//   worker sees                 worker does
+//   assigned, not held          claim it (lease create, then the record CAS bumping the epoch)
+//   held, still assigned        nothing: stickiness is free
+//   held, no longer assigned    revoke: ask the user to drain, force after drain_deadline
+//   no record at all            hold what it has, claim nothing
+//
+// A record written at a term below the plan's term is a deposed leader's and counts as no record
+// (core::assignment_in_force). An assignment is permission to try, not a promise the split is
+// free: a claim waits until the previous owner's lease is gone or its owner's session is. The
+// claim's decisions are the pure core's (core/claim_rules.hpp: decide_lease_step, plan_claim);
+// claim.cpp only gathers the facts and executes the steps. Not thread-safe: the loop owns it.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "etlc/split.hpp"
+#include "runtime/fleet_views.hpp"
+#include "runtime/held_splits.hpp"
+#include "runtime/liveness.hpp"
+#include "runtime/member_context.hpp"
+#include "runtime/session.hpp"
+#include "runtime/throttled_log.hpp"
+
+namespace etlc::runtime {
+
+class Worker {
+ public:
+  Worker(const MemberContext& ctx, FleetViews& views, HeldSplits& held, Session& session,
+         Liveness& liveness, ThrottledLog& warn)
+      : ctx_(ctx),
+        views_(views),
+        held_(held),
+        session_(session),
+        liveness_(liveness),
+        warn_(warn) {}
+
+  // Follows assign.{me}: gives back orphan leases, revokes, claims within the lane budget.
+  void reconcile(TimePoint now);
+  // Forces revocations that were declined or outran drain_deadline.
+  void force_due_revocations(TimePoint now);
+  // AllComplete / Stalled once per verdict, from the plan record.
+  void observe_completion();
+  // Lease deletes seen: those splits may be claimable at once.
+  void leases_freed(const std::vector<std::string>& ids);
+  // The earliest future claim retry, if any.
+  std::optional<TimePoint> next_retry(TimePoint now) const;
+  // Reads spec.{id} unless cached; the spec, or null if it does not exist (the pointer is valid
+  // until the cache changes). Throws store and record errors.
+  const SplitSpec* load_spec(const std::string& id);
+  void forget_spec(const std::string& id) { spec_cache_.erase(id); }
+
+ private:
+  std::optional<std::vector<std::string>> followed_assignment() const;
+  void give_back_orphan_leases(const std::vector<std::string>& assigned);
+  void claim_assigned(const std::vector<std::string>& assigned,
+                      const std::vector<std::shared_ptr<Held>>& held, TimePoint now);
+  void try_claim(const std::string& id, TimePoint now);
+  // claim.cpp
+  void claim(const std::string& id, TimePoint now);
+  bool lease_allows_claim(const std::string& id);
+  std::optional<Revision> take_lease(const std::string& id, std::uint64_t epoch);
+  void park(const std::string& id, const core::SplitRecord& rec, Revision rev,
+            const std::string& problem, Revision lease_rev);
+  void quarantine(const std::string& id, const core::SplitRecord& rec, Revision rev,
+                  std::uint32_t attempts, Revision lease_rev);
+  std::optional<std::pair<core::SplitRecord, Revision>> cas_claim(const std::string& id,
+                                                                  const core::SplitRecord& next,
+                                                                  Revision rev, Revision lease_rev);
+  void prefetch_spec(const std::string& id);
+  std::optional<std::string> check_spec(const std::string& id, TimePoint now);
+
+  const MemberContext& ctx_;
+  FleetViews& views_;
+  HeldSplits& held_;
+  Session& session_;
+  Liveness& liveness_;
+  ThrottledLog& warn_;
+  std::map<std::string, TimePoint> claim_retry_at_;
+  // Specs read for claims in progress (and prefetched while a split's previous owner drains it),
+  // pruned to the assignment on every reconcile pass.
+  std::unordered_map<std::string, SplitSpec> spec_cache_;
+  std::map<std::string, TimePoint> spec_absent_since_;  // spec.{id} read as absent since
+  bool seen_complete_ = false;
+  bool seen_stalled_ = false;
+};
+
+}  // namespace etlc::runtime
