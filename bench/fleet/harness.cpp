@@ -12,6 +12,7 @@
 #include "core/keys.hpp"
 #include "core/records.hpp"
 #include "etlc/memory_store.hpp"
+#include "runtime/coordinator_access.hpp"
 #include "runtime/member.hpp"
 
 #ifdef ETLC_WITH_NATS
@@ -436,7 +437,7 @@ std::size_t Fleet::held_total() const {
 bool Fleet::settled() const {
   if (parked_revocations() != 0) return false;
   for (auto* m : live()) {
-    auto assigned = m->coord->member().assignment();
+    auto assigned = runtime::member_of(*m->coord).assignment();
     if (!assigned) return false;
     auto held = m->coord->held_splits();
     std::sort(held.begin(), held.end());

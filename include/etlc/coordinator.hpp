@@ -3,6 +3,9 @@
 // control thread it owns) or drive it with step() (tests and the simulator: no thread, no sleep,
 // time from the Clock you pass).
 //
+// A Coordinator is a MemberApi (etlc/member_api.hpp): hand it to a Driver, or call the split
+// operations from your own lanes; their contract (tenancy epochs, outcomes, errors) is there.
+//
 // Ownership: the Coordinator shares ownership of the store and the planner; the clock must
 // outlive it. Thread safety: every public method is thread-safe except step(), which must be
 // called from one thread at a time and only when start() was not called.
@@ -20,6 +23,7 @@
 #include "etlc/clock.hpp"
 #include "etlc/config.hpp"
 #include "etlc/events.hpp"
+#include "etlc/member_api.hpp"
 #include "etlc/planner.hpp"
 #include "etlc/split.hpp"
 #include "etlc/store.hpp"
@@ -29,27 +33,10 @@ namespace etlc {
 class MetricsRegistry;
 namespace runtime {
 class Member;
-}
+struct CoordinatorAccess;  // src/runtime/coordinator_access.hpp: the library's own tests reach in
+}  // namespace runtime
 
-enum class CommitStatus : std::uint8_t {
-  durable,    // written; the store holds it
-  fenced,     // nothing was written: another member owns the split now. Stop its lane.
-  retryable,  // the store could not be reached; nothing is known to be written. Retry later.
-};
-
-struct CommitResult {
-  CommitStatus status = CommitStatus::retryable;
-  std::string detail;  // why, for logs
-  bool durable() const noexcept { return status == CommitStatus::durable; }
-};
-
-std::string_view to_string(CommitStatus s) noexcept;
-
-// Passed as the `epoch` of commit(), complete(), fail() or release_drained(): act on whatever
-// tenancy this member holds the split in now, without checking it is the caller's.
-inline constexpr std::uint64_t kAnyEpoch = 0;
-
-class Coordinator {
+class Coordinator final : public MemberApi {
  public:
   // Validates the config (ConfigError naming the rule) and the planner's fingerprint. Does no
   // I/O. `metrics` may be null (a private registry is used).
@@ -57,7 +44,7 @@ class Coordinator {
               std::shared_ptr<Planner> planner, const Clock& clock = SystemClock::instance(),
               std::shared_ptr<MetricsRegistry> metrics = nullptr);
   // Shuts down gracefully (bounded by op_timeout per operation) if still running.
-  ~Coordinator();
+  ~Coordinator() override;
 
   Coordinator(const Coordinator&) = delete;
   Coordinator& operator=(const Coordinator&) = delete;
@@ -67,7 +54,7 @@ class Coordinator {
   // StoreError(incompatible) if the store does not enforce fencing, StoreError(unavailable) if
   // the store still cannot be reached after CoordinatorConfig::startup_wait (it retries with
   // capped backoff until then, one warning per attempt). At most once.
-  void start();
+  void start() override;
 
   // Manual mode: runs one step of the control loop at clock.now() and returns when the next step
   // is due. Never blocks on anything but store calls. Not with start().
@@ -76,43 +63,27 @@ class Coordinator {
   // The next event, if any. Never blocks.
   std::optional<Event> poll();
   // The next event, waiting up to `timeout` (thread mode; in manual mode it does not wait).
-  std::optional<Event> wait_event(std::chrono::milliseconds timeout);
+  std::optional<Event> wait_event(std::chrono::milliseconds timeout) override;
 
-  // The four writes below name the tenancy they act for with `epoch`: the SplitGranted::epoch of
-  // the grant the caller's lane was opened for. If this member no longer holds the split in that
-  // epoch (it lost the split and was granted it again in a newer one), the call returns fenced
-  // and writes nothing, so a lane that outlived its tenancy cannot write into the next one.
-  // kAnyEpoch skips that check (then the caller must make sure no lane of an ended tenancy
-  // calls again: one ends on SplitLost and on the caller's own complete, fail, release or
-  // release_drained). Each returns fenced as well when the split is not held at all.
-
-  // Fenced progress commit of a split this member holds. Progress watermarks never go back:
-  // a lower watermark than the last durable one throws UsageError. Commits of one split must not
-  // run concurrently with each other (different splits may).
+  // The split operations, as MemberApi documents them. Called on a Coordinator, `epoch` may be
+  // left out (kAnyEpoch); a lane that can outlive its tenancy names its grant's epoch.
   CommitResult commit(std::string_view split_id, const SplitProgress& progress,
-                      std::uint64_t epoch = kAnyEpoch);
-  // Terminal commit: the split is completed with `final_progress` and released.
+                      std::uint64_t epoch = kAnyEpoch) override;
   CommitResult complete(std::string_view split_id, const SplitProgress& final_progress,
-                        std::uint64_t epoch = kAnyEpoch);
-  // Poison evidence: the split cannot be processed. Consumes a delivery attempt, releases the
-  // split; at max_attempts it is quarantined.
+                        std::uint64_t epoch = kAnyEpoch) override;
   CommitResult fail(std::string_view split_id, std::string_view reason,
-                    std::uint64_t epoch = kAnyEpoch);
+                    std::uint64_t epoch = kAnyEpoch) override;
+  CommitResult release_drained(std::string_view split_id, std::uint64_t epoch = kAnyEpoch) override;
+  void decline_revoke(std::string_view split_id, std::uint64_t epoch = kAnyEpoch) override;
   // Graceful releases (no attempt consumed). Unknown ids are ignored.
   void release(std::span<const std::string> split_ids);
-  // Ends a cooperative drain after its final commit: releases the split, replay-free.
-  CommitResult release_drained(std::string_view split_id, std::uint64_t epoch = kAnyEpoch);
-  // Refuses a revocation: the release is forced now (SplitLost{revoked} follows). Ignored when
-  // the split is not held, not being revoked, or (epoch != kAnyEpoch) held in another epoch than
-  // RevokeRequested::epoch named, so a late answer cannot force a newer tenancy out.
-  void decline_revoke(std::string_view split_id, std::uint64_t epoch = kAnyEpoch);
 
   // Graceful exit: releases every split (no attempts consumed), steps down as leader, leaves.
   // Idempotent. Blocks until done (each store operation bounded by the store's own timeout).
-  void shutdown();
+  void shutdown() override;
   // Test and simulation hook: stops as if the process had crashed (nothing released, no store
   // writes), so peers must expire the session.
-  void abandon();
+  void abandon() override;
 
   // Whether the member session `session` (SplitGranted::session) is still provably live by this
   // member's own monotonic clock: the send time of its last acknowledged renewal plus
@@ -121,22 +92,23 @@ class Coordinator {
   // session (a rejoin opens a new one). A lane checks it right before each write to its sink and
   // stops as lost when it is false, without waiting for SplitLost; the Driver does so before every
   // step(), durable_progress() and commit. Lock-free, thread-safe, one clock read.
-  bool session_live(std::uint64_t session) const;
+  bool session_live(std::uint64_t session) const override;
   // Until when session `session` is provably live (Clock::time_point::min() if it is not), on the
   // clock this Coordinator was given: a sink can bound a transaction by it.
   Clock::time_point session_live_until(std::uint64_t session) const;
 
-  std::string instance_id() const;
+  std::string instance_id() const override;
+  // CoordinatorConfig::max_in_flight.
+  std::uint32_t max_in_flight() const override { return max_in_flight_; }
   bool is_leader() const;
   std::vector<std::string> held_splits() const;
   MetricsRegistry& metrics();
 
-  // For tests and the simulator.
-  runtime::Member& member();
-
  private:
+  friend struct runtime::CoordinatorAccess;
   struct Loop;
   std::shared_ptr<MetricsRegistry> metrics_;
+  std::uint32_t max_in_flight_ = 0;
   // Declared before member_ so it is destroyed after it: the member's planner thread and watch
   // callbacks wake the loop until the member (which joins them) is gone.
   std::unique_ptr<Loop> loop_;

@@ -1,7 +1,7 @@
-// Driver: the easy path. Give it a member (a Coordinator, or the config to build one) and a
-// SplitSource; it runs a lane per granted split on a bounded worker pool and answers every event
-// the member reports, so user code only implements SplitSource/Lane (etlc/split_source.hpp) and
-// a Planner (etlc/planner.hpp).
+// Driver: the easy path. Give it a member (a Coordinator or any other MemberApi, or the config to
+// build a Coordinator) and a SplitSource; it runs a lane per granted split on a bounded worker
+// pool and answers every event the member reports, so user code only implements SplitSource/Lane
+// (etlc/split_source.hpp) and a Planner (etlc/planner.hpp).
 //
 // What the Driver does with each event:
 //   SplitGranted      opens a lane (on a worker) resuming from the granted progress
@@ -16,7 +16,7 @@
 //   session lapsed    the same as SplitLost, without waiting for it: before every step(),
 //                     durable_progress(), drain() and fenced call the Driver checks that the
 //                     member session of the lane's grant is still provably live by the member's
-//                     own clock (Coordinator::session_live)
+//                     own clock (MemberApi::session_live)
 //   sink fence        with DriverOptions::sink_fence: on a grant, open(split, epoch) before the
 //                     lane opens; the lane resumes from the larger of the granted progress and
 //                     the sink's. A refusal (at open, or a batch: StepResult::fenced, SinkFenced)
@@ -36,9 +36,14 @@
 // landed after the grant was issued). Every call names its lane's epoch, so an old lane can
 // never write into the new tenancy, and a revocation drains only the tenancy it names.
 //
+// Errors: bad options and null arguments throw ConfigError at construction; misuse (run() twice,
+// run() after step(), step() during run()) throws UsageError. What goes wrong while running (a
+// lane or sink fence that throws, a store that cannot be reached, a member whose start() throws)
+// is handled as described above and reported in the DriverResult.
+//
 // Ownership: the Driver shares ownership of the member and the source; the clock must outlive
-// it. Thread safety: request_stop(), abort() and stats() may be called from any thread; run() and
-// step() from one thread.
+// it. Thread safety: request_stop(), abort(), stats() and instance_id() may be called from any
+// thread; run() and step() from one thread.
 //
 // Threads: run() uses the calling thread for the member's events and `worker_threads` workers
 // for the lanes (each lane gets one bounded step per turn, round robin, so a pool as large as
@@ -46,92 +51,24 @@
 // inline on the caller's thread, time from the Clock you pass.
 #pragma once
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
-#include <vector>
 
 #include "etlc/clock.hpp"
 #include "etlc/config.hpp"
 #include "etlc/coordinator.hpp"
-#include "etlc/events.hpp"
 #include "etlc/exit_codes.hpp"
+#include "etlc/member_api.hpp"
 #include "etlc/planner.hpp"
 #include "etlc/sink_fence.hpp"
 #include "etlc/split_source.hpp"
 #include "etlc/store.hpp"
 
 namespace etlc {
-
-// What the Driver needs from a member. Coordinator is adapted to it by CoordinatorAdapter; tests
-// script it. Every method has the meaning of the Coordinator method of the same name; all but
-// start() may be called from several threads at once (different splits).
-class CoordinatorApi {
- public:
-  virtual ~CoordinatorApi() = default;
-
-  // Called once by Driver::run() before anything else (not by step()). May throw (the run then
-  // ends as bad_config for a ConfigError, else as fatal, with the exception's message).
-  virtual void start() = 0;
-  virtual std::optional<Event> wait_event(std::chrono::milliseconds timeout) = 0;
-  // `epoch`: the SplitGranted::epoch of the lane's grant (kAnyEpoch when no lane is involved).
-  virtual CommitResult commit(std::string_view split_id, const SplitProgress& progress,
-                              std::uint64_t epoch) = 0;
-  virtual CommitResult complete(std::string_view split_id, const SplitProgress& progress,
-                                std::uint64_t epoch) = 0;
-  virtual CommitResult fail(std::string_view split_id, std::string_view reason,
-                            std::uint64_t epoch) = 0;
-  virtual CommitResult release_drained(std::string_view split_id, std::uint64_t epoch) = 0;
-  virtual void decline_revoke(std::string_view split_id, std::uint64_t epoch) = 0;
-  virtual void shutdown() = 0;
-  virtual void abandon() = 0;
-  virtual std::string instance_id() const = 0;
-  // The member's lane budget (sizes the worker pool by default).
-  virtual std::uint32_t max_in_flight() const = 0;
-  // Coordinator::session_live: the session of a grant (SplitGranted::session) is provably live.
-  // Called before every lane call and commit: must be cheap and never block.
-  virtual bool session_live(std::uint64_t session) const = 0;
-};
-
-// A Coordinator as a CoordinatorApi. start() starts the coordinator's control thread unless
-// `start_coordinator` is false (the caller started it, or drives it in manual mode).
-class CoordinatorAdapter final : public CoordinatorApi {
- public:
-  CoordinatorAdapter(std::shared_ptr<Coordinator> coordinator, std::uint32_t max_in_flight,
-                     bool start_coordinator = true);
-
-  void start() override;
-  std::optional<Event> wait_event(std::chrono::milliseconds timeout) override;
-  CommitResult commit(std::string_view split_id, const SplitProgress& progress,
-                      std::uint64_t epoch) override;
-  CommitResult complete(std::string_view split_id, const SplitProgress& progress,
-                        std::uint64_t epoch) override;
-  CommitResult fail(std::string_view split_id, std::string_view reason,
-                    std::uint64_t epoch) override;
-  CommitResult release_drained(std::string_view split_id, std::uint64_t epoch) override;
-  void decline_revoke(std::string_view split_id, std::uint64_t epoch) override;
-  void shutdown() override;
-  void abandon() override;
-  std::string instance_id() const override;
-  std::uint32_t max_in_flight() const override { return max_in_flight_; }
-  bool session_live(std::uint64_t session) const override;
-
-  Coordinator& coordinator() { return *coordinator_; }
-
- private:
-  std::shared_ptr<Coordinator> coordinator_;
-  std::uint32_t max_in_flight_;
-  bool start_coordinator_;
-};
 
 enum class StallPolicy : std::uint8_t {
   fail,                // a stalled job is an error: run() returns DriverExit::stalled
@@ -210,7 +147,7 @@ class Driver {
  public:
   // Drives `member` with lanes from `source`. The clock drives the commit interval and retries.
   // Throws ConfigError for invalid options or null arguments.
-  Driver(std::shared_ptr<CoordinatorApi> member, std::shared_ptr<SplitSource> source,
+  Driver(std::shared_ptr<MemberApi> member, std::shared_ptr<SplitSource> source,
          DriverOptions options = {}, const Clock& clock = SystemClock::instance());
   // Builds the Coordinator (thread mode; it starts in run()). Throws what the Coordinator
   // constructor throws. `metrics` may be null.
@@ -240,65 +177,17 @@ class Driver {
   // (nothing released), run() returns aborted. Thread-safe; only sets a flag.
   void abort() noexcept;
 
+  // A snapshot of the counters. Thread-safe.
   DriverStats stats() const;
+  // The member's instance id (MemberApi::instance_id, read once at construction).
   std::string instance_id() const;
-  // The Coordinator this driver built or adapted, or null.
-  Coordinator* coordinator() const { return coordinator_; }
+  // The Coordinator this driver built (the constructor from a CoordinatorConfig), or null when
+  // it was given its member. Owned by the driver: valid as long as the driver is.
+  Coordinator* coordinator() const;
 
  private:
-  struct Slot;
-  enum class Phase : std::uint8_t { running, stopping, done };
-  enum class Turn : std::uint8_t { again, later, closed };
-
-  std::optional<DriverResult> control(std::chrono::milliseconds wait);
-  void handle(Event event);
-  void on_granted(SplitGranted grant);
-  std::shared_ptr<Slot> newest_live_slot(const std::string& id);
-  void begin_stopping(DriverExit exit, std::string message);
-  void stop_all_lanes(bool abort_lanes);
-  void promote_due_locked();
-  void wake_locked(const std::shared_ptr<Slot>& slot);
-  Turn turn(Slot& slot);
-  std::optional<Turn> open_lane(Slot& slot, bool drain, bool shutdown, Clock::time_point now);
-  bool lapsed(Slot& slot);
-  void close_slot(Slot& slot, LaneEnd end);
-  void after_turn(const std::shared_ptr<Slot>& slot, Turn t);
-  void forget_durable(const std::string& id);
-  void worker_loop();
-  void stop_workers();
-  std::optional<DriverResult> finish_if_quiet();
-
-  std::shared_ptr<CoordinatorApi> api_;
-  std::shared_ptr<SplitSource> source_;
-  const DriverOptions options_;
-  const Clock& clock_;
-  Coordinator* coordinator_ = nullptr;
-  std::string instance_;
-
-  std::atomic<bool> stop_requested_{false};
-  std::atomic<bool> abort_requested_{false};
-
-  // Control state (the control thread, or the step() caller).
-  Phase phase_ = Phase::running;
-  bool started_ = false;
-  std::optional<DriverResult> result_;
-  DriverResult pending_result_;
-  Clock::time_point stop_deadline_{};
-  bool lanes_forced_ = false;
-
-  mutable std::mutex mu_;  // guards everything below and every Slot's control flags
-  std::condition_variable work_cv_;
-  std::deque<std::shared_ptr<Slot>> ready_;
-  std::vector<std::shared_ptr<Slot>> delayed_;
-  std::map<std::string, std::vector<std::shared_ptr<Slot>>>
-      live_;  // id -> open slots, oldest first
-  // id -> (epoch, last durable progress we wrote in it)
-  std::map<std::string, std::pair<std::uint64_t, SplitProgress>> last_durable_;
-  std::size_t live_count_ = 0;
-  bool workers_stop_ = false;
-  std::vector<std::thread> workers_;
-  DriverStats stats_;
-  std::uint64_t next_serial_ = 0;
+  struct Impl;  // src/driver/driver_impl.hpp
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace etlc

@@ -1,21 +1,25 @@
-// Driver::Slot: one granted tenancy of a split and the lane that processes it.
+// driver::Slot: one granted tenancy of a split and the lane that processes it.
 //
 // Two kinds of state with two owners:
 //  * control flags (lost, drain, shutdown, abort, forced, ended, where, not_before) are guarded by
-//    Driver::mu_; the control thread sets the requests, the worker reads them at each turn;
+//    Driver::Impl::mu_; the control thread sets the requests, the worker reads them at each turn;
 //  * lane state (lane, work, committed, ...) belongs to the one thread running the slot's turn
 //    (a slot is in the ready queue, running, delayed, waiting or closed, never two at once).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <stop_token>
 #include <string>
 
-#include "etlc/driver.hpp"
+#include "etlc/clock.hpp"
+#include "etlc/events.hpp"
+#include "etlc/split.hpp"
+#include "etlc/split_source.hpp"
 
-namespace etlc {
+namespace etlc::driver {
 
-struct Driver::Slot {
+struct Slot {
   enum class Where : std::uint8_t {
     waiting,  // an older slot of the same split is still closing
     ready,    // queued for a worker
@@ -23,7 +27,7 @@ struct Driver::Slot {
     delayed,  // waiting for not_before (a retry)
     closed,
   };
-  // What the lane does next.
+  // What the lane does next (lane_turn.cpp has one function per state).
   enum class Work : std::uint8_t {
     run,              // steps, commits on the interval
     complete,         // end of split reached: commit final_progress as the completion
@@ -37,7 +41,7 @@ struct Driver::Slot {
   SplitGranted grant;
   std::stop_source stop;
 
-  // Guarded by Driver::mu_.
+  // Guarded by Driver::Impl::mu_.
   Where where = Where::ready;
   bool lost = false;      // SplitLost: stop now, never commit again
   bool drain = false;     // RevokeRequested
@@ -60,4 +64,4 @@ struct Driver::Slot {
   const std::string& id() const { return grant.spec.id; }
 };
 
-}  // namespace etlc
+}  // namespace etlc::driver

@@ -1,6 +1,6 @@
-// Coordinator: the public face of a member. In thread mode it owns the control thread that runs
-// Member::step() whenever a watch event, an API call or a timer wants it; in manual mode the
-// caller steps it.
+// Coordinator: the public face of a member (a MemberApi). In thread mode it owns the control
+// thread that runs Member::step() whenever a watch event, an API call or a timer wants it; in
+// manual mode the caller steps it.
 #include "etlc/coordinator.hpp"
 
 #include <fmt/format.h>
@@ -84,6 +84,7 @@ Coordinator::Coordinator(CoordinatorConfig config, std::shared_ptr<KvStore> stor
   if (config.instance_id.empty()) config.instance_id = random_instance_id();
   config.validate();
   loop_->startup_wait = config.startup_wait;
+  max_in_flight_ = config.max_in_flight;
   if (!store) throw ConfigError("invalid config: store must not be null");
   if (!planner) throw ConfigError("invalid config: planner must not be null");
   if (planner->fingerprint().empty())
@@ -224,9 +225,6 @@ std::vector<std::string> Coordinator::held_splits() const {
 }
 MetricsRegistry& Coordinator::metrics() {
   return *metrics_;
-}
-runtime::Member& Coordinator::member() {
-  return *member_;
 }
 
 }  // namespace etlc

@@ -13,8 +13,7 @@ constexpr int kTermAttempts = 8;
 
 // Bumps (or creates) the plan record at `e.term` (moving our leader record past a term found
 // there). False if a newer term exists or our leader record moved.
-bool take_term(const MemberContext& ctx, FleetViews& views, const std::string& nonce,
-               Election& e) {
+bool take_term(const MemberContext& ctx, FleetViews& views, const std::string& nonce, Election& e) {
   for (int attempt = 0; attempt < kTermAttempts; ++attempt) {
     auto cur = ctx.store.get(core::kPlanKey);
     if (!cur) {

@@ -52,13 +52,14 @@ ViewChanges FleetViews::drain(TimePoint now) {
   auto unreadable = [&](const WatchEvent& e, const std::string& error) {
     on_unreadable(e, error, now, out);
   };
-  out.more |= job_.drain(ctx_, [&](const WatchEvent& e) { on_job_event(e, now, out); }, unreadable);
+  out.more |= job_.drain(
+      ctx_, [&](const WatchEvent& e) { on_job_event(e, now, out); }, unreadable);
   out.more |= members_watch_.drain(
       ctx_, [&](const WatchEvent& e) { on_member_event(e, now, out); }, unreadable);
-  out.more |= leases_watch_.drain(ctx_, [&](const WatchEvent& e) { on_lease_event(e, out); },
-                                  unreadable);
-  out.more |= assigns_watch_.drain(ctx_, [&](const WatchEvent& e) { on_assign_event(e, out); },
-                                   unreadable);
+  out.more |= leases_watch_.drain(
+      ctx_, [&](const WatchEvent& e) { on_lease_event(e, out); }, unreadable);
+  out.more |= assigns_watch_.drain(
+      ctx_, [&](const WatchEvent& e) { on_assign_event(e, out); }, unreadable);
   return out;
 }
 
@@ -91,7 +92,8 @@ void FleetViews::set_assign_view(const std::string& id, core::AssignmentRecord r
   v.readable = true;
 }
 
-// --- job.* ----------------------------------------------------------------------------------------
+// --- job.*
+// ----------------------------------------------------------------------------------------
 
 void FleetViews::on_job_event(const WatchEvent& e, TimePoint now, ViewChanges& out) {
   if (e.key == core::kLeaderKey) {

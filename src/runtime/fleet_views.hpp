@@ -52,17 +52,16 @@ struct ViewChanges {
   bool leader_changed = false;  // job.leader was written (read leader_view() for whom)
   bool plan_changed = false;    // job.plan was written or damaged
   std::optional<std::string> foreign_fingerprint;  // a readable plan of another job config
-  std::vector<std::string> departed;  // sessions that disappeared
-  std::vector<std::string> arrived;   // sessions that appeared (or came back under a new nonce)
-  bool membership_changed = false;    // a session appeared, left, or changed lanes/fingerprint
+  std::vector<std::string> departed;               // sessions that disappeared
+  std::vector<std::string> arrived;       // sessions that appeared (or came back under a new nonce)
+  bool membership_changed = false;        // a session appeared, left, or changed lanes/fingerprint
   std::vector<std::string> leases_freed;  // lease keys deleted (their splits may be claimable)
   std::vector<std::string> assigns_changed;  // assignment records written, deleted or damaged
   bool pause_changed = false;
   bool more = false;  // events remain (the per-step bound was hit)
 
   bool any_for_assignment() const {
-    return membership_changed || !leases_freed.empty() || !assigns_changed.empty() ||
-           pause_changed;
+    return membership_changed || !leases_freed.empty() || !assigns_changed.empty() || pause_changed;
   }
 };
 

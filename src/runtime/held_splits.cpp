@@ -153,7 +153,8 @@ std::vector<std::pair<std::shared_ptr<Held>, bool>> HeldSplits::due_revocations(
   std::vector<std::pair<std::shared_ptr<Held>, bool>> out;
   for (const auto& [id, r] : revocations_) {
     auto h = held_.find(id);
-    if (h != held_.end() && (r.declined || now >= r.deadline)) out.emplace_back(h->second, r.declined);
+    if (h != held_.end() && (r.declined || now >= r.deadline))
+      out.emplace_back(h->second, r.declined);
   }
   return out;
 }
@@ -180,7 +181,8 @@ void HeldSplits::decline_revoke(std::string_view id, std::uint64_t epoch) {
   {
     MutexLock lk(mu_);
     auto r = revocations_.find(id);
-    if (r == revocations_.end() || held_.find(id) == held_.end() || held_.at(std::string(id)) != h) {
+    if (r == revocations_.end() || held_.find(id) == held_.end() ||
+        held_.at(std::string(id)) != h) {
       return;
     }
     r->second.declined = true;
@@ -307,7 +309,8 @@ std::optional<CommitResult> HeldSplits::resolve_conflict(Held& h, const core::Sp
     cur = ctx_.store.get(key);
   } catch (const StoreError& e) {
     if (!e.retryable()) throw;
-    return CommitResult{CommitStatus::retryable, fmt::format("{} outcome unknown: {}", what, e.what())};
+    return CommitResult{CommitStatus::retryable,
+                        fmt::format("{} outcome unknown: {}", what, e.what())};
   }
   if (!cur) {
     // The library never deletes a split record, so a held split's record read as absent is a

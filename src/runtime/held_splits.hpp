@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "core/records.hpp"
-#include "etlc/events.hpp"
 #include "etlc/coordinator.hpp"  // CommitResult, kAnyEpoch
+#include "etlc/events.hpp"
 #include "runtime/member_context.hpp"
 #include "util/mutex.hpp"
 
@@ -53,10 +53,10 @@ struct Held {
   const std::uint64_t session;  // the SessionDeadline serial of the session that claimed it
   const Revision lease_rev;     // lease.{id} as this tenancy created (or adopted) it
 
-  Mutex io;  // serialises store I/O on this split
+  Mutex io;                                 // serialises store I/O on this split
   core::SplitRecord record GUARDED_BY(io);  // the last durable record as we wrote or read it
   Revision record_rev GUARDED_BY(io) = 0;
-  bool gone GUARDED_BY(io) = false;  // released or lost: no further I/O, calls report fenced
+  bool gone GUARDED_BY(io) = false;       // released or lost: no further I/O, calls report fenced
   int absent_rereads GUARDED_BY(io) = 0;  // consecutive re-reads that found no record
 };
 

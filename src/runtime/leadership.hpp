@@ -123,8 +123,8 @@ class Leadership {
   std::map<std::string, std::vector<std::string>> published_;
   std::optional<SeedJob> seeding_;
   bool planning_ = false;
-  bool planning_repair_ = false;  // the plan running now is a repair re-plan
-  bool repair_due_ = false;       // a re-plan is needed to rewrite specs or records
+  bool planning_repair_ = false;        // the plan running now is a repair re-plan
+  bool repair_due_ = false;             // a re-plan is needed to rewrite specs or records
   std::set<std::string> unrepairable_;  // parked splits the planner no longer lists
   TimePoint next_plan_at_{};
   Duration plan_backoff_{};

@@ -215,8 +215,8 @@ void Leadership::finish_seeding() {
   next.planned = true;
   next.finality = to_core(job.finality);
   next.cursor = job.cursor;
-  next.split_count = next.finality == core::Finality::final ? job.splits.size()
-                                                            : leader_views_.splits().size();
+  next.split_count =
+      next.finality == core::Finality::final ? job.splits.size() : leader_views_.splits().size();
   set_tallies(next);  // the header must never carry older tallies than the view (a requeue)
   if (!write_plan(next)) {
     seeding_ = std::move(job);  // retry the header write next step (seeding is idempotent)

@@ -20,9 +20,9 @@ void WatchSlot::reset() {
   caught_up_ = false;
 }
 
-bool WatchSlot::drain(const MemberContext& ctx,
-                      const std::function<void(const WatchEvent&)>& handle,
-                      const std::function<void(const WatchEvent&, const std::string&)>& unreadable) {
+bool WatchSlot::drain(
+    const MemberContext& ctx, const std::function<void(const WatchEvent&)>& handle,
+    const std::function<void(const WatchEvent&, const std::string&)>& unreadable) {
   if (!watch_) return false;
   batch_.clear();
   std::size_t n = 0;

@@ -467,7 +467,7 @@ TEST_F(DriverTest, a_new_tenancy_waits_until_the_old_lane_of_the_split_has_close
   ASSERT_EQ(member->calls("commit").size(), 1u);
   EXPECT_EQ(member->calls("commit")[0].progress.watermark, 3u);
   // The loss and a new grant of the same split arrive together; the new grant says 2 (a member
-  // that names no epochs, or a custom CoordinatorApi, may issue it before our last commit landed:
+  // that names no epochs, or another MemberApi, may issue it before our last commit landed:
   // the driver takes the higher of the two anyway).
   member->push(SplitLost{"s1", LossReason::starved});
   member->push(grant("s1", 2, 2));

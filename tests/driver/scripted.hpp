@@ -1,4 +1,4 @@
-// Test doubles for the Driver: a scripted member (CoordinatorApi) whose events the test pushes
+// Test doubles for the Driver: a scripted member (MemberApi) whose events the test pushes
 // and whose answers the test chooses, and a scripted source whose lanes record every call.
 #pragma once
 
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "etlc/driver.hpp"
+#include "etlc/member_api.hpp"
 #include "etlc/split_source.hpp"
 
 namespace etlc::testing {
@@ -30,7 +31,7 @@ struct MemberCall {
   std::uint64_t epoch = 0;  // the tenancy the driver named
 };
 
-class ScriptedMember : public CoordinatorApi {
+class ScriptedMember : public MemberApi {
  public:
   using Answer = std::function<CommitResult(const MemberCall&)>;
 
@@ -66,7 +67,7 @@ class ScriptedMember : public CoordinatorApi {
   }
   bool started() const { return started_; }
 
-  // CoordinatorApi
+  // MemberApi
   void start() override { started_ = true; }
   std::optional<Event> wait_event(std::chrono::milliseconds timeout) override {
     std::unique_lock lk(mu_);

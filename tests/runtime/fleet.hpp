@@ -25,6 +25,7 @@
 #include "etlc/fault_injecting_store.hpp"
 #include "etlc/memory_store.hpp"
 #include "etlc/metrics.hpp"
+#include "runtime/coordinator_access.hpp"
 #include "runtime/member.hpp"
 
 namespace etlc::testing {
@@ -90,7 +91,7 @@ struct Node {
   std::map<std::string, SplitProgress> lanes;  // open lanes: split -> progress emitted so far
   std::set<std::string> ever_granted;
 
-  runtime::Member& member() { return coord->member(); }
+  runtime::Member& member() { return runtime::member_of(*coord); }
   std::set<std::string> held() const {
     auto v = coord->held_splits();
     return {v.begin(), v.end()};

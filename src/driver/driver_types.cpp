@@ -1,58 +1,11 @@
-// CoordinatorAdapter, DriverOptions validation and the Driver's enum names.
+// The Driver's value types: DriverOptions validation, DriverResult's exit codes, and the names of
+// DriverExit, FenceStatus (etlc/sink_fence.hpp) and LaneEnd (etlc/split_source.hpp).
 #include <fmt/format.h>
 
 #include "etlc/driver.hpp"
 #include "etlc/errors.hpp"
 
 namespace etlc {
-
-CoordinatorAdapter::CoordinatorAdapter(std::shared_ptr<Coordinator> coordinator,
-                                       std::uint32_t max_in_flight, bool start_coordinator)
-    : coordinator_(std::move(coordinator)),
-      max_in_flight_(max_in_flight),
-      start_coordinator_(start_coordinator) {
-  if (!coordinator_) throw ConfigError("CoordinatorAdapter: coordinator must not be null");
-  if (max_in_flight_ == 0 || max_in_flight_ > kMaxLanes) {
-    throw ConfigError(fmt::format("CoordinatorAdapter: max_in_flight must be 1..{}", kMaxLanes));
-  }
-}
-
-void CoordinatorAdapter::start() {
-  if (start_coordinator_) coordinator_->start();
-}
-std::optional<Event> CoordinatorAdapter::wait_event(std::chrono::milliseconds timeout) {
-  return coordinator_->wait_event(timeout);
-}
-CommitResult CoordinatorAdapter::commit(std::string_view split_id, const SplitProgress& progress,
-                                        std::uint64_t epoch) {
-  return coordinator_->commit(split_id, progress, epoch);
-}
-CommitResult CoordinatorAdapter::complete(std::string_view split_id, const SplitProgress& progress,
-                                          std::uint64_t epoch) {
-  return coordinator_->complete(split_id, progress, epoch);
-}
-CommitResult CoordinatorAdapter::fail(std::string_view split_id, std::string_view reason,
-                                      std::uint64_t epoch) {
-  return coordinator_->fail(split_id, reason, epoch);
-}
-CommitResult CoordinatorAdapter::release_drained(std::string_view split_id, std::uint64_t epoch) {
-  return coordinator_->release_drained(split_id, epoch);
-}
-void CoordinatorAdapter::decline_revoke(std::string_view split_id, std::uint64_t epoch) {
-  coordinator_->decline_revoke(split_id, epoch);
-}
-void CoordinatorAdapter::shutdown() {
-  coordinator_->shutdown();
-}
-void CoordinatorAdapter::abandon() {
-  coordinator_->abandon();
-}
-std::string CoordinatorAdapter::instance_id() const {
-  return coordinator_->instance_id();
-}
-bool CoordinatorAdapter::session_live(std::uint64_t session) const {
-  return coordinator_->session_live(session);
-}
 
 void DriverOptions::validate() const {
   using std::chrono::milliseconds;
