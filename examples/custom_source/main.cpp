@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -61,7 +62,14 @@ class SquaresSource final : public etlc::SplitSource {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1) {  // no options: --help says so
+    std::printf(
+        "usage: %s\n  three members in one process (memory store) sum the squares of "
+        "[0, 200000) together;\n  exit 0 when the sum is right. See docs/custom-sources.md.\n",
+        argv[0]);
+    return std::string_view(argv[1]) == "--help" ? 0 : 2;
+  }
   auto store = std::make_shared<etlc::MemoryStore>();  // production: etlc::NatsStore
   auto planner = std::make_shared<RangePlanner>();
   auto source = std::make_shared<SquaresSource>();
@@ -71,17 +79,19 @@ int main() {
     config.instance_id = "member-" + std::to_string(i);
     members.push_back(std::make_unique<etlc::Driver>(config, store, planner, source));
   }
-  std::atomic<bool> all_ok{true};
+  std::vector<etlc::DriverResult> results(members.size());
   std::vector<std::thread> threads;
-  for (auto& m : members)
-    threads.emplace_back([&] {
-      if (!m->run().ok()) all_ok = false;
-    });
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    threads.emplace_back([&, i] { results[i] = members[i]->run(); });
+  }
   for (auto& t : threads) t.join();
 
   std::uint64_t want = 0;
   for (std::uint64_t i = 0; i < kTotal; ++i) want += i * i;
   std::printf("sum of squares: %llu, expected %llu\n", static_cast<unsigned long long>(g_sum),
               static_cast<unsigned long long>(want));
-  return all_ok && g_sum == want ? 0 : 1;
+  for (const etlc::DriverResult& r : results) {
+    if (!r.ok()) return r.exit_code();  // etlc/exit_codes.hpp: 1 fatal, 2 config, 3 stalled
+  }
+  return g_sum == want ? etlc::exit_codes::ok : etlc::exit_codes::fatal;
 }

@@ -17,6 +17,10 @@
 int main(int argc, char** argv) {
   CLI::App app{"file-backfill: CSV files -> JSON Lines, coordinated across members"};
   app.require_subcommand(1);
+  app.footer(
+      "Exit codes: 0 done (run: the job completed, or SIGINT/SIGTERM stopped this member "
+      "gracefully with every split released); 1 failed (run: fatal; verify: rows missing); "
+      "2 bad usage, input or configuration; 3 run: the job stalled (quarantined splits).");
 
   fb::GenerateOptions gen;
   auto* g = app.add_subcommand("generate", "write a skewed CSV input set");
@@ -30,7 +34,15 @@ int main(int argc, char** argv) {
   auto* r = app.add_subcommand("run", "run the job (or this process's member of it)");
   r->add_option("--input", run.input, "directory of *.csv files")->required();
   r->add_option("--output", run.output, "directory for data/ and rejects/")->required();
-  r->add_option("--store", run.store, "memory, or nats://HOST:PORT")->capture_default_str();
+  r->add_option("--store", run.store,
+                "memory, or nats://HOST:PORT (comma-separated: a cluster; default memory, or "
+                "$NATS_URL)")
+      ->envname("NATS_URL");
+  r->add_option("--replicas", run.replicas,
+                "NATS: replicas of the job's bucket if it is created (or $ETLC_NATS_REPLICAS)")
+      ->envname("ETLC_NATS_REPLICAS")
+      ->check(CLI::Range(1, 5))
+      ->capture_default_str();
   r->add_option("--job", run.job, "job name (the NATS bucket is derived from it)")
       ->capture_default_str();
   r->add_option("--instance", run.instance,
@@ -54,6 +66,30 @@ int main(int argc, char** argv) {
               "a stalled job (quarantined splits) exits 0 with a warning instead of failing");
   r->add_option("--progress", run.progress, "auto | live | plain | none")
       ->check(CLI::IsMember({"auto", "live", "plain", "none"}))
+      ->capture_default_str();
+  // NATS connection options and variables, the same as the etlc tool's.
+  r->add_option("--bucket", run.bucket, "explicit NATS bucket (or $ETLC_BUCKET)")
+      ->envname("ETLC_BUCKET");
+  r->add_option("--user", run.user, "NATS user, with --password (or $ETLC_NATS_USER)")
+      ->envname("ETLC_NATS_USER");
+  r->add_option("--password", run.password, "NATS password (or $ETLC_NATS_PASSWORD)")
+      ->envname("ETLC_NATS_PASSWORD");
+  r->add_option("--token", run.token, "NATS token (or $ETLC_NATS_TOKEN)")
+      ->envname("ETLC_NATS_TOKEN");
+  r->add_option("--creds", run.credentials_file,
+                "NATS credentials file, user JWT + NKey seed (or $ETLC_NATS_CREDS)")
+      ->envname("ETLC_NATS_CREDS");
+  r->add_flag("--tls", run.tls, "require TLS (or $ETLC_NATS_TLS=1)")->envname("ETLC_NATS_TLS");
+  r->add_option("--tls-ca", run.tls_ca, "CA certificate(s), PEM (or $ETLC_NATS_TLS_CA)")
+      ->envname("ETLC_NATS_TLS_CA");
+  r->add_option("--tls-cert", run.tls_cert, "client certificate, PEM (or $ETLC_NATS_TLS_CERT)")
+      ->envname("ETLC_NATS_TLS_CERT");
+  r->add_option("--tls-key", run.tls_key, "client private key, PEM (or $ETLC_NATS_TLS_KEY)")
+      ->envname("ETLC_NATS_TLS_KEY");
+  r->add_option("--startup-wait-ms", run.startup_wait_ms,
+                "how long to wait for a NATS server that is not up yet (or $ETLC_STARTUP_WAIT_MS)")
+      ->envname("ETLC_STARTUP_WAIT_MS")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{600'000}))
       ->capture_default_str();
   r->add_option("--metrics-port", run.metrics_port,
                 "serve Prometheus /metrics and /healthz on 127.0.0.1:PORT (0 = a free port)")
@@ -79,7 +115,16 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "error: %s (see --help)\n", e.what());
+    return 2;
+  }
 
   try {
     if (*g) {

@@ -2,6 +2,9 @@
 
 #include <etlc/driver.hpp>
 #include <etlc/errors.hpp>
+#include <etlc/exit_codes.hpp>
+#include <etlc/log_spdlog.hpp>
+#include <etlc/logging.hpp>
 #include <etlc/memory_store.hpp>
 #include <etlc/metrics.hpp>
 #include <etlc/metrics_server.hpp>
@@ -38,8 +41,8 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// The library logs through spdlog's "etlc" logger; registering it first routes its lines through
-// the terminal lock, so they never tear the live progress line.
+// The library's lines go through this sink (etlc::set_spdlog_logger), under the terminal lock, so
+// they never tear the live progress line.
 template <typename Mutex>
 class TerminalSink final : public spdlog::sinks::base_sink<Mutex> {
  public:
@@ -61,12 +64,12 @@ class TerminalSink final : public spdlog::sinks::base_sink<Mutex> {
 };
 
 void install_log_sink(bool live) {
-  if (spdlog::get("etlc")) return;
-  auto logger =
-      std::make_shared<spdlog::logger>("etlc", std::make_shared<TerminalSink<std::mutex>>(live));
-  const char* env = std::getenv("ETLC_LOG_LEVEL");
-  logger->set_level(env != nullptr ? spdlog::level::from_str(env) : spdlog::level::warn);
-  spdlog::register_logger(logger);
+  auto logger = std::make_shared<spdlog::logger>("file-backfill",
+                                                 std::make_shared<TerminalSink<std::mutex>>(live));
+  logger->set_level(spdlog::level::trace);         // the library's level decides what reaches it
+  const etlc::LogLevel level = etlc::log_level();  // warn, or ETLC_LOG_LEVEL
+  etlc::set_spdlog_logger(logger);
+  etlc::set_log_level(level);
 }
 
 void check_output(const fs::path& out) {
@@ -99,31 +102,31 @@ std::shared_ptr<etlc::KvStore> open_store(const RunOptions& o) {
   if (o.store == "memory") return std::make_shared<etlc::MemoryStore>();
 #ifdef ETLC_WITH_NATS
   etlc::NatsStoreOptions n;
-  n.servers = {o.store};
+  for (std::size_t at = 0; at <= o.store.size();) {  // "url[,url...]"
+    const std::size_t comma = std::min(o.store.find(',', at), o.store.size());
+    if (comma > at) n.servers.push_back(o.store.substr(at, comma - at));
+    at = comma + 1;
+  }
   n.job = o.job;
+  n.bucket = o.bucket;
+  n.replicas = o.replicas;
+  n.user = o.user;
+  n.password = o.password;
+  n.token = o.token;
+  n.credentials_file = o.credentials_file;
+  n.tls.required = o.tls;
+  n.tls.ca_file = o.tls_ca;
+  n.tls.cert_file = o.tls_cert;
+  n.tls.key_file = o.tls_key;
   n.connect_timeout_ms = 3000;
   n.op_timeout_ms = std::clamp<std::int64_t>(o.lease_ms / 3, 200, 5000);
-  // A transient failure at startup (a timeout on a loaded machine, a server still starting) is
-  // retried a few times; a store that stays unreachable is a one-line error.
-  // The error stays one line; when the first attempt failed differently (it reached a server
-  // that then went away, say), that first cause is part of the line.
-  constexpr int kAttempts = 3;
-  std::string first_error;
-  auto give_up = [&](const std::string& why) {
-    std::string line = "cannot use the store at " + o.store + ": " + why;
-    if (!first_error.empty() && first_error != why) line += " (first attempt: " + first_error + ")";
-    return UserError(line);
-  };
-  for (int attempt = 1;; ++attempt) {
-    try {
-      return etlc::NatsStore::open(n);
-    } catch (const etlc::StoreError& e) {
-      if (attempt == 1) first_error = e.what();
-      if (!e.retryable() || attempt == kAttempts) throw give_up(e.what());
-    } catch (const std::exception& e) {
-      throw give_up(e.what());
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(500 * attempt));
+  // A server that is still starting (or a timeout on a loaded machine) is waited for, with one
+  // warning per attempt; a store that stays unreachable is a one-line error.
+  n.startup_wait_ms = o.startup_wait_ms;
+  try {
+    return etlc::NatsStore::open(n);
+  } catch (const std::exception& e) {
+    throw UserError("cannot use the store at " + etlc::redact_urls(o.store) + ": " + e.what());
   }
 #else
   throw UserError("this build has no NATS support (configure with ETLC_WITH_NATS=ON)");
@@ -151,6 +154,15 @@ std::atomic<int>& stop_signal() {
   return sig;
 }
 
+// The store as banners and errors show it: URL credentials never appear (they are secrets).
+std::string shown_store(const std::string& store) {
+#ifdef ETLC_WITH_NATS
+  return store == "memory" ? "the memory store" : etlc::redact_urls(store);
+#else
+  return store;
+#endif
+}
+
 int run_job(const RunOptions& o, RunTotals* totals) {
   const bool nats = o.store != "memory";
   const bool live = o.progress == "live" || (o.progress == "auto" && isatty(STDOUT_FILENO) == 1);
@@ -159,7 +171,8 @@ int run_job(const RunOptions& o, RunTotals* totals) {
   std::vector<std::unique_ptr<Incarnation>> lives;  // every incarnation, in start order
   try {
     if (nats && o.store.rfind("nats://", 0) != 0 && o.store.rfind("tls://", 0) != 0) {
-      throw UserError("--store must be 'memory' or nats://HOST:PORT, not '" + o.store + "'");
+      throw UserError("--store must be 'memory' or nats://HOST:PORT (or $NATS_URL), not '" +
+                      shown_store(o.store) + "'");
     }
     if (o.members == 0 || o.members > 64) throw UserError("--members must be 1..64");
     if (nats && o.members != 1) {
@@ -258,7 +271,7 @@ int run_job(const RunOptions& o, RunTotals* totals) {
                   listing.files.size(),
                   human_bytes(static_cast<double>(listing.total_bytes)).c_str(),
                   static_cast<unsigned long long>(total_splits), o.members,
-                  o.members == 1 ? "" : "s", nats ? o.store.c_str() : "the memory store");
+                  o.members == 1 ? "" : "s", shown_store(o.store).c_str());
       if (metrics_server)
         std::printf("file-backfill: metrics on %s/metrics\n", metrics_server->url().c_str());
       std::fflush(stdout);
@@ -371,17 +384,15 @@ int run_job(const RunOptions& o, RunTotals* totals) {
     for (auto& l : lives) l->thread.join();
     if (show) display.finish();
 
-    // Results: the last incarnation of each member decides.
-    int code = 0;
+    // Results: the last incarnation of each member decides (the first failure's code wins).
+    int code = etlc::exit_codes::ok;
+    bool interrupted = false;
     for (Incarnation* m : current) {
+      interrupted = interrupted || m->result.exit == etlc::DriverExit::stopped;
       if (m->result.ok()) continue;
-      if (m->result.exit == etlc::DriverExit::stopped) {
-        code = code == 0 ? 128 + (stop_signal() != 0 ? stop_signal().load() : SIGTERM) : code;
-        continue;
-      }
       std::fprintf(stderr, "error: %s: %s: %s\n", m->id.c_str(),
                    std::string(etlc::to_string(m->result.exit)).c_str(), m->result.message.c_str());
-      code = 1;
+      if (code == etlc::exit_codes::ok) code = m->result.exit_code();
     }
 
     RunTotals t;
@@ -407,9 +418,10 @@ int run_job(const RunOptions& o, RunTotals* totals) {
       for (Incarnation* m : current)
         stalled = stalled || m->result.exit == etlc::DriverExit::stalled_drained;
       const char* verdict =
-          code == 0 ? (stalled ? "STALLED (quarantined splits; exit 0 as asked by --drain-on-stall)"
-                               : "complete")
-                    : (code == 1 ? "FAILED" : "interrupted");
+          code != 0     ? "FAILED"
+          : interrupted ? "interrupted (stopped gracefully: every split released)"
+          : stalled     ? "STALLED (quarantined splits; exit 0 as asked by --drain-on-stall)"
+                        : "complete";
       std::printf("\nfile-backfill: job %s in %.1f s\n", verdict, t.seconds);
       if (nats) {
         std::printf(
@@ -461,7 +473,7 @@ int run_job(const RunOptions& o, RunTotals* totals) {
       if (l->thread.joinable()) l->thread.join();
     }
     std::fprintf(stderr, "error: %s\n", e.what());
-    return 2;
+    return etlc::exit_codes::bad_config;
   }
 }
 

@@ -12,7 +12,8 @@ namespace fb {
 struct RunOptions {
   std::filesystem::path input;
   std::filesystem::path output;
-  std::string store = "memory";  // "memory" or "nats://HOST:PORT"
+  std::string store = "memory";  // "memory" or "nats://HOST:PORT" (comma-separated for a cluster)
+  int replicas = 1;              // NATS: replicas of a bucket this run creates (1..5)
   std::string job = "file-backfill";
   std::string
       instance;  // member id (prefix with --members); default: memory "member", NATS host-pid
@@ -29,6 +30,18 @@ struct RunOptions {
   std::string progress = "auto";  // auto | live | plain | none
   // Serve Prometheus /metrics and /healthz on 127.0.0.1:PORT (0 = a free port); < 0 = off.
   int metrics_port = -1;
+  // NATS connection, as the etlc tool takes it (flags, or the ETLC_NATS_* environment).
+  std::string bucket;
+  std::string user;
+  std::string password;
+  std::string token;
+  std::string credentials_file;
+  bool tls = false;
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
+  // How long a member started before its NATS server waits for it (NatsStoreOptions).
+  std::int64_t startup_wait_ms = 60'000;
 };
 
 // What a run did, for the summary and for `bench`.
@@ -45,9 +58,10 @@ struct RunTotals {
 // Set by main()'s signal watcher (SIGINT/SIGTERM); run_job then stops gracefully.
 std::atomic<int>& stop_signal();
 
-// Runs the job to its end. Returns the process exit code: 0 complete (or stalled with
-// drain_on_stall), 1 the job failed (stalled, fatal), 2 bad usage or input, 128+signal when
-// interrupted. Prints progress and a summary to stdout, errors to stderr (one line each).
+// Runs the job to its end. Returns the process exit code (etlc/exit_codes.hpp): 0 complete,
+// stopped by SIGINT/SIGTERM (every split released) or stalled with drain_on_stall; 1 fatal;
+// 2 bad usage, input or configuration; 3 stalled. Prints progress and a summary to stdout,
+// errors to stderr (one line each).
 int run_job(const RunOptions& options, RunTotals* totals = nullptr);
 
 }  // namespace fb

@@ -1,5 +1,6 @@
-// JobAdmin: the operator's view of a job and the two interventions the protocol leaves to
-// operators (returning quarantined splits to the pool, cordoning a member for maintenance).
+// JobAdmin: the operator's view of a job, the interventions the protocol leaves to operators
+// (returning quarantined splits to the pool, cordoning a member for maintenance) and the job's
+// lifecycle (pause, resume, reset, seek; deleting a bucket is the store's: NatsStore).
 //
 // It reads and writes the job's records through the same KvStore the members use; it is not a
 // member (it holds no session, never leads, never claims). The `etlc` command-line tool is built
@@ -23,12 +24,35 @@
 //              replay), so the member can then be stopped with nothing left to take over. The
 //              member itself keeps running and renewing its session; removing the record
 //              (uncordon) gives it its lanes back.
+//  * pause     creates job.pause {reason, by, since}. While it exists the leader assigns nothing:
+//              every member drains and releases what it holds (no attempt consumed, no replay)
+//              and claims nothing. resume deletes it; work continues from the committed progress.
+//              resume also clears a plan the leader gave up on (verdict failed: the planner failed
+//              max_planner_failures times), so the leader plans again.
+//  * reset     forgets all progress: deletes every split, spec, lease, assignment, session and
+//              the leader record, and rewrites the plan record unplanned (same fingerprint), so
+//              the next leader re-plans from scratch. Cordons and a pause are kept. The plan
+//              record keeps the highest term the job had (the term floor): a later leader's term
+//              is above every term before the reset, so a deposed leader's late writes stay
+//              fenced. Refused while any member's session is live.
+//  * seek      sets one split's progress (watermark and state) back or forward by CAS on its
+//              record, bumping its epoch (fencing any lane of an earlier tenancy, and making a
+//              member that held it before resume from the new progress). A completed split
+//              becomes runnable again (its plan goes back to running). Refused while a live
+//              member holds the split.
+//  Liveness (reset, seek, check_sessions): the store keeps no timestamps, so a session is live
+//  when its record is seen to change (members renew every lease/3); JobAdmin watches for up to
+//  the sessions' lease (bounded by the caller's max_wait) before it decides. A session that does
+//  not change within its own lease is silent: its process is gone and nobody expired it.
 //
 // Errors: StoreError from the store propagates out of job_exists, status, splits, cordon and
 // uncordon (unavailable / unknown_outcome: retry; closed; ...). requeue reports a store failure
 // per split instead (RequeueOutcome::failed) and skips the rest, so the caller learns what was
 // already done. Invalid arguments (an id that is empty, not UTF-8 or too long; an over-long
-// reason; too many ids) throw ConfigError naming the rule, before anything is written.
+// reason; too many ids) throw ConfigError naming the rule, before anything is written. pause,
+// resume, check_sessions, reset and seek let StoreError propagate; a record that kept changing
+// under pause or resume is an Error saying so (nothing half-done: each is one CAS), and reset
+// is resumable (run it again) if a store failure interrupts its deletes.
 //
 // Ownership and thread safety: the store and the clock are borrowed and must outlive the JobAdmin.
 // Every method may be called from any thread; calls are independent except for the observation
@@ -49,6 +73,7 @@
 
 #include "etlc/clock.hpp"
 #include "etlc/planner.hpp"
+#include "etlc/split.hpp"
 #include "etlc/store.hpp"
 
 namespace etlc {
@@ -68,7 +93,8 @@ std::string_view to_string(SplitState s) noexcept;
 std::optional<SplitState> parse_split_state(std::string_view text) noexcept;
 
 // The completion verdict of a plan.
-enum class PlanVerdict : std::uint8_t { running, complete, stalled };
+// failed: the leader gave up on the planner (max_planner_failures); PlanStatus::message says why.
+enum class PlanVerdict : std::uint8_t { running, complete, stalled, failed };
 std::string_view to_string(PlanVerdict v) noexcept;
 // "open" / "final".
 std::string_view finality_name(PlanFinality f) noexcept;
@@ -100,6 +126,7 @@ struct PlanStatus {
   std::uint64_t completed = 0;  // tallies as the leader last wrote them
   std::uint64_t quarantined = 0;
   PlanVerdict verdict = PlanVerdict::running;
+  std::string message;  // why the verdict is failed (empty otherwise)
 };
 
 // Counts over the split records themselves (not the leader's tallies).
@@ -164,9 +191,17 @@ struct BalanceStatus {
   double max_over_mean = 0.0;  // 1.0 is perfect balance; 0 when nothing is held
 };
 
+// The operator's pause (job.pause), as recorded by whoever paused.
+struct PauseStatus {
+  std::string reason;
+  std::string by;              // "user@host" of whoever paused (free text)
+  std::uint64_t since_ms = 0;  // Unix time in ms by the pauser's clock
+};
+
 struct JobStatus {
   // False when the store holds nothing of a job: no plan, no leader, no session.
   bool found = false;
+  std::optional<PauseStatus> paused;  // set while the job is paused
   std::optional<LeaderStatus> leader;
   std::optional<PlanStatus> plan;
   SplitCounts splits;
@@ -240,6 +275,81 @@ struct CordonResult {
 enum class UncordonOutcome : std::uint8_t { uncordoned, not_cordoned };
 std::string_view to_string(UncordonOutcome o) noexcept;
 
+// Limits of the lifecycle API.
+inline constexpr std::size_t kMaxPauseReasonBytes = 1024;
+inline constexpr std::size_t kMaxPausedByBytes = 256;
+
+enum class PauseOutcome : std::uint8_t { paused, already_paused };
+std::string_view to_string(PauseOutcome o) noexcept;
+struct PauseResult {
+  PauseOutcome outcome = PauseOutcome::paused;
+  PauseStatus pause;  // the record as it stands (for already_paused: the earlier one)
+};
+
+enum class ResumeOutcome : std::uint8_t { resumed, not_paused };
+std::string_view to_string(ResumeOutcome o) noexcept;
+struct ResumeResult {
+  ResumeOutcome outcome = ResumeOutcome::resumed;
+  // The plan's failed verdict was cleared (the leader plans again); its message.
+  bool plan_failure_cleared = false;
+  std::string plan_failure;
+};
+
+// Which sessions are live (see "Liveness" at the top of this file).
+struct SessionCheck {
+  std::vector<std::string> live;      // changed while watched, or not judged within max_wait
+  std::vector<std::string> silent;    // unchanged for their own lease: no process behind them
+  std::vector<std::string> departed;  // removed while watched (a graceful exit, an expiry)
+  std::chrono::milliseconds watched{0};
+  bool any_live() const { return !live.empty(); }
+};
+
+enum class ResetOutcome : std::uint8_t { reset, refused_live };
+std::string_view to_string(ResetOutcome o) noexcept;
+struct ResetResult {
+  ResetOutcome outcome = ResetOutcome::reset;
+  SessionCheck sessions;
+  std::uint64_t term_floor = 0;    // the plan record's term after the reset
+  std::uint64_t deleted_keys = 0;  // records removed
+  std::uint64_t splits_forgotten = 0;
+};
+
+enum class SeekOutcome : std::uint8_t {
+  moved,       // the record carries the new progress (and a new epoch)
+  held,        // refused: a live member holds the split (see `holder`)
+  not_found,   // no split record with this id
+  unreadable,  // the record cannot be decoded; nothing written
+  conflict,    // the record kept changing; nothing written, try again
+};
+std::string_view to_string(SeekOutcome o) noexcept;
+struct SeekResult {
+  std::string split;
+  SeekOutcome outcome = SeekOutcome::moved;
+  std::optional<SplitState> status_before;
+  std::optional<SplitState> status_after;
+  std::uint64_t watermark_before = 0;
+  std::uint64_t watermark_after = 0;
+  std::uint64_t epoch_after = 0;
+  std::string holder;  // held: the instance whose lease names the split
+  std::string detail;
+};
+
+enum class RepairOutcome : std::uint8_t {
+  rebuilt,   // the record was unreadable or missing and is rebuilt from the split's spec
+  readable,  // nothing to repair: the record decodes
+  held,      // refused: a live member holds the split (see `holder`)
+  no_spec,   // refused: the spec is missing or unreadable too (`detail` says which)
+  conflict,  // the record kept changing; nothing written, try again
+};
+std::string_view to_string(RepairOutcome o) noexcept;
+struct RepairResult {
+  std::string split;
+  RepairOutcome outcome = RepairOutcome::rebuilt;
+  std::uint64_t epoch_after = 0;  // rebuilt: the new epoch (above every earlier tenancy's)
+  std::string holder;
+  std::string detail;
+};
+
 class JobAdmin {
  public:
   explicit JobAdmin(KvStore& store, const Clock& clock = SystemClock::instance());
@@ -266,7 +376,37 @@ class JobAdmin {
   // Removes the cordon record. Idempotent.
   UncordonOutcome uncordon(std::string_view instance);
 
+  // Pauses the job (see the top of this file). `reason` and `by` are free UTF-8 text (at most
+  // kMaxPauseReasonBytes / kMaxPausedByBytes); `since_ms` is the caller's wall-clock time.
+  // Idempotent: an existing pause is kept as it is (already_paused).
+  PauseResult pause(std::string_view reason, std::string_view by, std::uint64_t since_ms);
+  // Deletes the pause record and clears a failed plan verdict. Idempotent.
+  ResumeResult resume();
+
+  // Watches the job's sessions for up to their lease (at most `max_wait`, real time: this
+  // blocks) and says which are live.
+  SessionCheck check_sessions(std::chrono::milliseconds max_wait = std::chrono::seconds(60));
+
+  // Forgets all progress (see the top of this file). Refused (nothing written) while a session
+  // is live. Blocks for check_sessions(max_wait), then O(records) deletes.
+  ResetResult reset(std::chrono::milliseconds max_wait = std::chrono::seconds(60));
+
+  // Sets a split's progress (see the top of this file). `progress.state` at most
+  // kMaxProgressStateBytes. Blocks up to max_wait when a lease names the split (to tell a live
+  // holder from a dead one).
+  // Rebuilds an unreadable or missing split record from its spec: runnable, no progress (the
+  // split replays from its start), at an epoch above every earlier tenancy's
+  // (core/repair_rules.hpp). Refused while a live member holds the split (blocks up to max_wait
+  // to tell, like seek) and when the spec cannot be read either. A live leader rebuilds damaged
+  // records by itself; this is for a job no member runs, or one that cannot wait.
+  RepairResult repair(std::string_view split_id,
+                      std::chrono::milliseconds max_wait = std::chrono::seconds(60));
+
+  SeekResult seek(std::string_view split_id, const SplitProgress& progress,
+                  std::chrono::milliseconds max_wait = std::chrono::seconds(60));
+
  private:
+  void reopen_plan();  // seek of a completed split: the plan is running again
   struct SeenSession {
     std::string nonce;
     Clock::time_point first_seen{};

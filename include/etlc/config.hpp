@@ -50,6 +50,19 @@ struct CoordinatorConfig {
   // renewal is never queued behind bulk work. 1..100000.
   std::uint32_t bulk_ops_per_step = 512;
 
+  // Consecutive planner failures (plan() threw, or returned an invalid plan) after which the
+  // leader gives up: the job ends `failed` in its plan record with the planner's last message,
+  // and every member reports Stalled{message}. Retries back off from 200 ms to 30 s, so the
+  // default gives up after about 80 s of failures. `etlc resume` clears the verdict and the
+  // leader plans again. 1..1000.
+  std::uint32_t max_planner_failures = 10;
+
+  // Coordinator::start() retries joining while the store is unreachable (StoreError
+  // unavailable), with capped backoff and one warning per attempt, for at most this long: a
+  // member started before its store (Kubernetes, systemd) joins when the store comes up instead
+  // of failing at once. 0 = one attempt. 0 .. 1 h.
+  std::chrono::milliseconds startup_wait{60'000};
+
   // Throws ConfigError naming the broken rule.
   void validate() const;
 };

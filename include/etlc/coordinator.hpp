@@ -65,7 +65,8 @@ class Coordinator {
   // Joins the job on the caller's thread (probe, session, fingerprint check), then runs the
   // control loop on an internal thread. Throws ConfigError if the job's fingerprint differs,
   // StoreError(incompatible) if the store does not enforce fencing, StoreError(unavailable) if
-  // the store cannot be reached. At most once.
+  // the store still cannot be reached after CoordinatorConfig::startup_wait (it retries with
+  // capped backoff until then, one warning per attempt). At most once.
   void start();
 
   // Manual mode: runs one step of the control loop at clock.now() and returns when the next step

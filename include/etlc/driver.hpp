@@ -24,7 +24,8 @@
 //                     exists: the lane is lost) unless the sink is ahead of every grant
 //                     (etlc/sink_fence.hpp)
 //   AllComplete       drains what is still open, shuts the member down, run() returns completed
-//   Stalled           fails (the default) or drains with a warning (DriverOptions::on_stall)
+//   Stalled           fails (the default) or drains with a warning (DriverOptions::on_stall);
+//                     a planner failure (Stalled::message set) always fails
 //   Fatal             stops every lane at once, run() returns fatal
 // request_stop() (for SIGINT/SIGTERM) is a graceful shutdown: lanes drain and commit (bounded by
 // shutdown_timeout), then the member releases every split without consuming attempts.
@@ -63,6 +64,7 @@
 #include "etlc/config.hpp"
 #include "etlc/coordinator.hpp"
 #include "etlc/events.hpp"
+#include "etlc/exit_codes.hpp"
 #include "etlc/planner.hpp"
 #include "etlc/sink_fence.hpp"
 #include "etlc/split_source.hpp"
@@ -78,7 +80,7 @@ class CoordinatorApi {
   virtual ~CoordinatorApi() = default;
 
   // Called once by Driver::run() before anything else (not by step()). May throw (the run then
-  // ends as fatal with the exception's message).
+  // ends as bad_config for a ConfigError, else as fatal, with the exception's message).
   virtual void start() = 0;
   virtual std::optional<Event> wait_event(std::chrono::milliseconds timeout) = 0;
   // `epoch`: the SplitGranted::epoch of the lane's grant (kAnyEpoch when no lane is involved).
@@ -163,11 +165,12 @@ struct DriverOptions {
 
 enum class DriverExit : std::uint8_t {
   completed,        // AllComplete: every split of the final plan completed
-  stalled,          // Stalled under StallPolicy::fail
-  stalled_drained,  // Stalled under StallPolicy::drain_with_warning
-  stopped,          // request_stop()
-  fatal,            // the member reported Fatal, or start() threw
+  stalled,          // Stalled under StallPolicy::fail, or the planner failed (always)
+  stalled_drained,  // Stalled (quarantine) under StallPolicy::drain_with_warning
+  stopped,          // request_stop(): a graceful stop, every split released
+  fatal,            // the member reported Fatal, or start() threw anything but ConfigError
   aborted,          // abort()
+  bad_config,       // start() threw ConfigError (e.g. the job was planned with another fingerprint)
 };
 
 std::string_view to_string(DriverExit exit) noexcept;
@@ -175,10 +178,14 @@ std::string_view to_string(DriverExit exit) noexcept;
 struct DriverResult {
   DriverExit exit = DriverExit::completed;
   std::string message;  // why, for the operator (empty for completed)
-  // The job ended as the caller wanted: completed, or stalled_drained.
+  // The run ended as the caller wanted: completed, stalled_drained, or stopped on request.
   bool ok() const noexcept {
-    return exit == DriverExit::completed || exit == DriverExit::stalled_drained;
+    return exit == DriverExit::completed || exit == DriverExit::stalled_drained ||
+           exit == DriverExit::stopped;
   }
+  // The process exit code for a supervisor (etlc/exit_codes.hpp): ok for completed,
+  // stalled_drained and stopped; stalled; fatal; bad_config; aborted. `return r.exit_code();`
+  int exit_code() const noexcept;
 };
 
 // Counters of one Driver (monotonic except lanes_open).
@@ -284,8 +291,9 @@ class Driver {
   std::deque<std::shared_ptr<Slot>> ready_;
   std::vector<std::shared_ptr<Slot>> delayed_;
   std::map<std::string, std::vector<std::shared_ptr<Slot>>>
-      live_;                                           // id -> open slots, oldest first
-  std::map<std::string, SplitProgress> last_durable_;  // id -> last durable progress we wrote
+      live_;  // id -> open slots, oldest first
+  // id -> (epoch, last durable progress we wrote in it)
+  std::map<std::string, std::pair<std::uint64_t, SplitProgress>> last_durable_;
   std::size_t live_count_ = 0;
   bool workers_stop_ = false;
   std::vector<std::thread> workers_;

@@ -58,10 +58,14 @@ struct AllComplete {
   std::uint64_t completed = 0;
 };
 
-// A final plan cannot complete: the rest of its splits are quarantined.
+// The job cannot go on: a final plan whose remaining splits are all quarantined, or (message
+// non-empty) a job whose planner failed CoordinatorConfig::max_planner_failures times in a row.
 struct Stalled {
   std::uint64_t completed = 0;
   std::uint64_t quarantined = 0;
+  // Empty for a quarantine stall. Otherwise why the job failed: the planner's last error and
+  // what the operator can do ("etlc resume" plans again).
+  std::string message;
 };
 
 // This member cannot go on (twin instance id, fingerprint mismatch, unsafe store). The message

@@ -130,6 +130,14 @@ struct NatsStoreOptions {
   std::int64_t reconnect_wait_ms = 250;
   int max_reconnect_attempts = -1;
 
+  // Start-up wait: while no server can be reached (or the bucket's stream has no leader yet),
+  // the constructor retries for at most this long, with capped backoff (250 ms doubling to 5 s)
+  // and one warning per attempt, so that a member started before its NATS server (Kubernetes,
+  // systemd) connects when the server comes up. 0 = one attempt. Only StoreError(unavailable)
+  // is retried: rejected credentials, an incompatible or missing bucket fail at once.
+  // 0 .. kMaxTimeoutMs.
+  std::int64_t startup_wait_ms = 60'000;
+
   // Run verify_fencing() on the bucket at construction (scratch keys under "_etlc_probe.").
   bool probe_on_open = true;
 
@@ -161,6 +169,10 @@ struct NatsStoreOptions {
   static std::string bucket_for_job(std::string_view job);
 };
 
+// `urls` (one server URL, or several separated by commas) with the credentials of every URL
+// ("user:password@", "token@") replaced by "***", for banners and messages.
+std::string redact_urls(std::string_view urls);
+
 // Counters for monitoring and tests. Monotonic over the store's life.
 struct NatsStoreStats {
   std::uint64_t disconnects = 0;
@@ -179,9 +191,9 @@ class NatsStore final : public KvStore {
  public:
   // Connects, creates or adopts the bucket and (if options.probe_on_open) runs the fencing
   // probe. Throws ConfigError (invalid options, credentials or TLS rejected),
-  // StoreError(unavailable) (no server reachable, no stream leader within connect_timeout_ms) or
-  // StoreError(incompatible) (see above). Blocks at most about connect_timeout_ms plus a few
-  // op_timeout_ms.
+  // StoreError(unavailable) (no server reachable, no stream leader within connect_timeout_ms,
+  // after retrying for options.startup_wait_ms) or StoreError(incompatible) (see above). Blocks
+  // at most about startup_wait_ms plus connect_timeout_ms plus a few op_timeout_ms.
   explicit NatsStore(NatsStoreOptions options);
   // Same, as a shared_ptr (the form the runtime shares between members of one process).
   static std::shared_ptr<NatsStore> open(NatsStoreOptions options);
@@ -209,6 +221,13 @@ class NatsStore final : public KvStore {
   // Breaks every watch and closes the connection; later calls throw StoreError(closed).
   // Idempotent.
   void close();
+
+  // Deletes the bucket: its stream, every key and its history (etlc delete). Then closes the
+  // store (later calls throw StoreError(closed)). A bucket that is already gone is not an error.
+  // Members still using the bucket fail their writes until they stop or reopen it (a member
+  // opening the store again creates a new, empty bucket); stop them first. Throws
+  // StoreError(unavailable / unknown_outcome) when the server does not confirm the delete.
+  void delete_bucket();
 
   const std::string& bucket() const noexcept;
   // True while the connection is established (not reconnecting, not closed).

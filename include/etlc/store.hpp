@@ -15,7 +15,7 @@
 //    cannot be trusted with fencing), `closed`.
 //  * Keys: tokens of [A-Za-z0-9_=/-] joined by single '.', no empty token, at most kMaxKeyBytes.
 //    Prefixes (watch, list) are "" (everything) or a valid key followed by '.'.
-//  * Values: arbitrary bytes, at most kMaxValueBytes.
+//  * Values: arbitrary bytes, at most kMaxValueBytes written (see kMaxStoredValueBytes for reads).
 //
 // Thread safety: every KvStore method may be called concurrently from any thread. A Watch is
 // used by one thread at a time; its notify callback may run on any thread.
@@ -37,7 +37,18 @@ namespace etlc {
 using Revision = std::uint64_t;
 
 inline constexpr std::size_t kMaxKeyBytes = 1024;
+// The value limits, the one place every layer takes them from:
+//  * kMaxValueBytes: the largest value a KvStore accepts (validate_value); record encoders
+//    refuse more.
+//  * kMaxStoredValueBytes: the largest value a reader must accept. A backend may hold values up
+//    to it written by tools outside this library (a NATS bucket is created with this
+//    max_msg_size; the server counts a message's headers against it, our own writes keep
+//    kValueHeaderAllowanceBytes for theirs, a foreign publish may carry none), and it refuses
+//    anything larger, so nothing a member cannot read fits in the store. Record decoders accept
+//    values up to it.
 inline constexpr std::size_t kMaxValueBytes = 512 * 1024;
+inline constexpr std::size_t kValueHeaderAllowanceBytes = 4096;
+inline constexpr std::size_t kMaxStoredValueBytes = kMaxValueBytes + kValueHeaderAllowanceBytes;
 // Upper bound of WatchOptions::max_pending.
 inline constexpr std::size_t kMaxWatchPending = std::size_t{1} << 22;
 
@@ -161,9 +172,12 @@ void validate_prefix(std::string_view prefix);
 void validate_value(std::string_view key, std::string_view value);
 
 // Startup probe: proves on `store` that create-if-absent, compare-and-swap and guarded delete are
-// enforced, using scratch keys under `scratch_prefix` (which it cleans up). Throws
+// enforced, on the scratch key `<scratch_prefix>probe` (or, while another prober uses that one, a
+// random key under the prefix), which it deletes again. Give each prober a prefix of its own
+// that survives its restarts (the member uses one per instance id): a store that keeps delete
+// markers then holds at most one per prefix. Returns the key it used. Throws
 // StoreError(incompatible) naming the primitive that was not enforced; lets transport errors
 // (unavailable, unknown_outcome) propagate. Thread-safe as far as the store is.
-void verify_fencing(KvStore& store, std::string_view scratch_prefix);
+std::string verify_fencing(KvStore& store, std::string_view scratch_prefix);
 
 }  // namespace etlc

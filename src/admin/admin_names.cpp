@@ -30,6 +30,8 @@ std::string_view to_string(PlanVerdict v) noexcept {
       return "complete";
     case PlanVerdict::stalled:
       return "stalled";
+    case PlanVerdict::failed:
+      return "failed";
   }
   return "unknown";
 }
@@ -76,6 +78,50 @@ std::string_view to_string(UncordonOutcome o) noexcept {
       return "uncordoned";
     case UncordonOutcome::not_cordoned:
       return "not_cordoned";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(PauseOutcome o) noexcept {
+  return o == PauseOutcome::paused ? "paused" : "already_paused";
+}
+
+std::string_view to_string(ResumeOutcome o) noexcept {
+  return o == ResumeOutcome::resumed ? "resumed" : "not_paused";
+}
+
+std::string_view to_string(ResetOutcome o) noexcept {
+  return o == ResetOutcome::reset ? "reset" : "refused_live";
+}
+
+std::string_view to_string(SeekOutcome o) noexcept {
+  switch (o) {
+    case SeekOutcome::moved:
+      return "moved";
+    case SeekOutcome::held:
+      return "held";
+    case SeekOutcome::not_found:
+      return "not_found";
+    case SeekOutcome::unreadable:
+      return "unreadable";
+    case SeekOutcome::conflict:
+      return "conflict";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(RepairOutcome o) noexcept {
+  switch (o) {
+    case RepairOutcome::rebuilt:
+      return "rebuilt";
+    case RepairOutcome::readable:
+      return "readable";
+    case RepairOutcome::held:
+      return "held";
+    case RepairOutcome::no_spec:
+      return "no_spec";
+    case RepairOutcome::conflict:
+      return "conflict";
   }
   return "unknown";
 }

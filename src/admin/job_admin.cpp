@@ -23,6 +23,7 @@ bool JobAdmin::job_exists() {
 JobStatus JobAdmin::status() {
   admin::SnapshotParts parts;
   parts.job = parts.members = parts.leases = parts.assigns = parts.cordons = parts.splits = true;
+  parts.specs = parts.everything = true;  // report every unreadable or out-of-layout key
   const admin::JobSnapshot snap = admin::read_snapshot(store_, parts);
   JobStatus st = admin::build_status(snap);
 

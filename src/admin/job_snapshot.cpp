@@ -23,70 +23,115 @@ std::vector<RecordProblem> GarbageLog::report() const {
 
 namespace {
 
-// Decodes every entry under `prefix` whose key carries a valid id; `put(id, entry)` decodes and
-// stores one. A bad key or an unreadable value goes to the garbage log.
+// Decodes one entry under a family `prefix` whose key carries a valid id; `put(id, entry)`
+// decodes and stores it. A bad key or an unreadable value goes to the garbage log.
 template <typename Put>
-void read_ids(KvStore& store, std::string_view prefix, GarbageLog& garbage, Put&& put) {
-  for (Entry& e : store.list(prefix)) {
-    auto id = core::id_from_key(e.key, prefix);
-    if (!id) {
-      garbage.add(e.key, "the key does not encode a valid id");
-      continue;
-    }
-    try {
-      put(std::move(*id), e);
-    } catch (const core::RecordError& err) {
-      garbage.add(e.key, err.what());
-    } catch (const ConfigError& err) {
-      garbage.add(e.key, err.what());
-    }
+void read_id(const Entry& e, std::string_view prefix, GarbageLog& garbage, Put&& put) {
+  auto id = core::id_from_key(e.key, prefix);
+  if (!id) {
+    garbage.add(e.key, "the key does not encode a valid id");
+    return;
   }
+  try {
+    put(std::move(*id), e);
+  } catch (const core::RecordError& err) {
+    garbage.add(e.key, err.what());
+  } catch (const ConfigError& err) {
+    garbage.add(e.key, err.what());
+  }
+}
+
+void read_job_key(const Entry& e, JobSnapshot& s) {
+  try {
+    if (e.key == core::kLeaderKey) {
+      s.leader = core::decode_leader(e.key, e.value);
+    } else if (e.key == core::kPlanKey) {
+      s.plan = core::decode_plan(e.key, e.value);
+    } else if (e.key == core::kPauseKey) {
+      s.pause = core::decode_pause(e.key, e.value);
+    } else {
+      s.garbage.add(e.key, "not a key of the job layout");
+    }
+  } catch (const core::RecordError& err) {
+    s.garbage.add(e.key, err.what());
+  }
+}
+
+bool starts_with(std::string_view key, std::string_view prefix) {
+  return key.substr(0, prefix.size()) == prefix;
+}
+
+// Scratch keys of the stores' own startup probes (store.hpp verify_fencing, nats_store.cpp).
+bool probe_key(std::string_view key) {
+  return starts_with(key, "etlc-probe.") || starts_with(key, "_etlc_probe.") ||
+         key == "_etlc_ready";
+}
+
+// Routes one entry to its family; returns false if it belongs to no family of the layout.
+bool read_entry(const Entry& e, const SnapshotParts& parts, JobSnapshot& s) {
+  GarbageLog& g = s.garbage;
+  if (starts_with(e.key, core::kJobPrefix)) {
+    if (parts.job) read_job_key(e, s);
+  } else if (starts_with(e.key, core::kMemberPrefix)) {
+    if (parts.members) {
+      read_id(e, core::kMemberPrefix, g, [&](std::string id, const Entry& x) {
+        s.members.emplace(std::move(id), Versioned<core::MemberRecord>{
+                                             core::decode_member(x.key, x.value), x.revision});
+      });
+    }
+  } else if (starts_with(e.key, core::kLeasePrefix)) {
+    if (parts.leases) {
+      read_id(e, core::kLeasePrefix, g, [&](std::string id, const Entry& x) {
+        s.leases.emplace(std::move(id), core::decode_lease(x.key, x.value));
+      });
+    }
+  } else if (starts_with(e.key, core::kAssignPrefix)) {
+    if (parts.assigns) {
+      read_id(e, core::kAssignPrefix, g, [&](std::string id, const Entry& x) {
+        s.assigns.emplace(std::move(id), core::decode_assignment(x.key, x.value));
+      });
+    }
+  } else if (starts_with(e.key, core::kCordonPrefix)) {
+    if (parts.cordons) {
+      read_id(e, core::kCordonPrefix, g, [&](std::string id, const Entry& x) {
+        s.cordons.emplace(std::move(id), core::decode_cordon(x.key, x.value));
+      });
+    }
+  } else if (starts_with(e.key, core::kSplitPrefix)) {
+    if (parts.splits) {
+      read_id(e, core::kSplitPrefix, g, [&](std::string id, const Entry& x) {
+        s.splits.emplace(std::move(id), core::decode_split(x.key, x.value));
+      });
+    }
+  } else if (starts_with(e.key, core::kSpecPrefix)) {
+    if (parts.specs) {
+      read_id(e, core::kSpecPrefix, g,
+              [&](std::string, const Entry& x) { core::decode_spec(x.key, x.value); });
+    }
+  } else {
+    return probe_key(e.key);
+  }
+  return true;
 }
 
 }  // namespace
 
 JobSnapshot read_snapshot(KvStore& store, const SnapshotParts& parts) {
   JobSnapshot s;
-  if (parts.job) {
-    for (Entry& e : store.list(core::kJobPrefix)) {
-      try {
-        if (e.key == core::kLeaderKey) {
-          s.leader = core::decode_leader(e.key, e.value);
-        } else if (e.key == core::kPlanKey) {
-          s.plan = core::decode_plan(e.key, e.value);
-        } else {
-          s.garbage.add(e.key, "not a key of the job layout");
-        }
-      } catch (const core::RecordError& err) {
-        s.garbage.add(e.key, err.what());
-      }
+  if (parts.everything) {
+    for (const Entry& e : store.list("")) {
+      if (!read_entry(e, parts, s)) s.garbage.add(e.key, "not a key of the job layout");
     }
+    return s;
   }
-  if (parts.members) {
-    read_ids(store, core::kMemberPrefix, s.garbage, [&](std::string id, const Entry& e) {
-      s.members.emplace(std::move(id), Versioned<core::MemberRecord>{
-                                           core::decode_member(e.key, e.value), e.revision});
-    });
-  }
-  if (parts.leases) {
-    read_ids(store, core::kLeasePrefix, s.garbage, [&](std::string id, const Entry& e) {
-      s.leases.emplace(std::move(id), core::decode_lease(e.key, e.value));
-    });
-  }
-  if (parts.assigns) {
-    read_ids(store, core::kAssignPrefix, s.garbage, [&](std::string id, const Entry& e) {
-      s.assigns.emplace(std::move(id), core::decode_assignment(e.key, e.value));
-    });
-  }
-  if (parts.cordons) {
-    read_ids(store, core::kCordonPrefix, s.garbage, [&](std::string id, const Entry& e) {
-      s.cordons.emplace(std::move(id), core::decode_cordon(e.key, e.value));
-    });
-  }
-  if (parts.splits) {
-    read_ids(store, core::kSplitPrefix, s.garbage, [&](std::string id, const Entry& e) {
-      s.splits.emplace(std::move(id), core::decode_split(e.key, e.value));
-    });
+  const std::pair<bool, std::string_view> prefixes[] = {
+      {parts.job, core::kJobPrefix},        {parts.members, core::kMemberPrefix},
+      {parts.leases, core::kLeasePrefix},   {parts.assigns, core::kAssignPrefix},
+      {parts.cordons, core::kCordonPrefix}, {parts.splits, core::kSplitPrefix},
+      {parts.specs, core::kSpecPrefix}};
+  for (const auto& [wanted, prefix] : prefixes) {
+    if (!wanted) continue;
+    for (const Entry& e : store.list(prefix)) read_entry(e, parts, s);
   }
   return s;
 }
@@ -111,6 +156,8 @@ PlanVerdict to_public(core::Verdict v) noexcept {
       return PlanVerdict::complete;
     case core::Verdict::stalled:
       return PlanVerdict::stalled;
+    case core::Verdict::failed:
+      return PlanVerdict::failed;
   }
   return PlanVerdict::running;
 }

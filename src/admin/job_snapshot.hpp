@@ -38,6 +38,7 @@ struct Versioned {
 struct JobSnapshot {
   std::optional<core::LeaderRecord> leader;
   std::optional<core::PlanRecord> plan;
+  std::optional<core::PauseRecord> pause;
   std::map<std::string, Versioned<core::MemberRecord>> members;  // by instance id
   std::map<std::string, core::LeaseRecord> leases;               // by split id
   std::map<std::string, core::AssignmentRecord> assigns;         // by instance id
@@ -48,15 +49,20 @@ struct JobSnapshot {
 
 // Which prefixes to read.
 struct SnapshotParts {
-  bool job = false;      // job.leader, job.plan
+  bool job = false;      // job.leader, job.plan, job.pause
   bool members = false;  // member.*
   bool leases = false;   // lease.*
   bool assigns = false;  // assign.*
   bool cordons = false;  // cordon.*
   bool splits = false;   // split.*
+  bool specs = false;    // spec.* (decoded only to report the unreadable ones)
+  // Every key of the bucket in one listing, reporting those outside the job's layout as garbage
+  // (the parts above are taken from that one listing).
+  bool everything = false;
 };
 
-// Lists the requested prefixes (one list() each). Throws StoreError only.
+// Lists the requested prefixes (one list() each, or one of the whole bucket with `everything`).
+// Throws StoreError only.
 JobSnapshot read_snapshot(KvStore& store, const SnapshotParts& parts);
 
 // Public mirrors of the core enums.

@@ -38,8 +38,11 @@ SplitCounts count_splits(const JobSnapshot& snap) {
   return c;
 }
 
-// The assignment a member follows, or null (none, or written by a deposed leader).
+// The assignment a member follows, or null: none, written by a deposed leader, or left behind by
+// a member that has no session (it departed: nothing follows that record, and the leader
+// reassigns its splits once rebalance_delay has passed).
 const core::AssignmentRecord* current_assignment(const JobSnapshot& snap, const std::string& id) {
+  if (!snap.members.count(id)) return nullptr;
   auto it = snap.assigns.find(id);
   if (it == snap.assigns.end()) return nullptr;
   const std::uint64_t plan_term = snap.plan ? snap.plan->term : 0;
@@ -55,6 +58,7 @@ bool assigned_to(const core::AssignmentRecord& a, const std::string& split) {
 JobStatus build_status(const JobSnapshot& snap) {
   JobStatus st;
   st.found = snap.plan || snap.leader || !snap.members.empty();
+  if (snap.pause) st.paused = PauseStatus{snap.pause->reason, snap.pause->by, snap.pause->since_ms};
 
   if (snap.leader) {
     LeaderStatus l;
@@ -67,8 +71,10 @@ JobStatus build_status(const JobSnapshot& snap) {
   }
   if (snap.plan) {
     const core::PlanRecord& p = *snap.plan;
-    st.plan = PlanStatus{p.fingerprint, p.term,      to_public(p.finality), p.planned,
-                         p.split_count, p.completed, p.quarantined,         to_public(p.verdict)};
+    st.plan =
+        PlanStatus{p.fingerprint,         p.term,      to_public(p.finality), p.planned,
+                   p.split_count,         p.completed, p.quarantined,         to_public(p.verdict),
+                   p.message.value_or("")};
   }
   st.splits = count_splits(snap);
 
@@ -102,7 +108,8 @@ JobStatus build_status(const JobSnapshot& snap) {
       m.cordoned = true;
       m.cordon_reason = it->second.reason;
     }
-    if (auto it = snap.assigns.find(id); it != snap.assigns.end()) {
+    // A departed member's record is not counted: nobody works on it (ASSIGNED shows "-").
+    if (auto it = snap.assigns.find(id); it != snap.assigns.end() && m.has_session) {
       m.assigned = it->second.splits.size();
       m.assignment_term = it->second.term;
     }

@@ -35,7 +35,7 @@ RequeueResult requeue_one(KvStore& store, const std::string& id) {
       rec = core::decode_split(key, cur->value);
     } catch (const core::RecordError& e) {
       res.outcome = RequeueOutcome::unreadable;
-      res.detail = e.what();
+      res.detail = fmt::format("{} (`etlc repair {}` rebuilds it from its spec)", e.what(), id);
       return res;
     }
     if (rec.status != core::SplitStatus::quarantined) {

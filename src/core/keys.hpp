@@ -3,6 +3,7 @@
 // Layout (one bucket/namespace per job):
 //   job.leader           LeaderRecord
 //   job.plan             PlanRecord
+//   job.pause            PauseRecord (operator-written: while it exists the job is paused)
 // (leader and plan share the "job." prefix so one prefix watch follows both: the store contract
 // has prefix watches only, and NATS subject filters are token-aligned.)
 //   spec.{split}         SpecRecord
@@ -30,6 +31,7 @@ namespace etlc::core {
 inline constexpr std::string_view kJobPrefix = "job.";
 inline constexpr std::string_view kLeaderKey = "job.leader";
 inline constexpr std::string_view kPlanKey = "job.plan";
+inline constexpr std::string_view kPauseKey = "job.pause";
 inline constexpr std::string_view kSpecPrefix = "spec.";
 inline constexpr std::string_view kSplitPrefix = "split.";
 inline constexpr std::string_view kLeasePrefix = "lease.";

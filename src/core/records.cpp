@@ -89,10 +89,12 @@ bool nesting_ok(std::string_view s) noexcept {
 // Parses `bytes` as one JSON object with "v" == kRecordVersion. nlohmann keeps the last of
 // duplicate keys silently; a strict codec refuses them, so a callback tracks keys per object.
 Json parse_record(std::string_view key, std::string_view bytes) {
-  if (bytes.size() > kMaxValueBytes) {
-    fail(
-        key, RecordErrc::too_large,
-        fmt::format("value of {} bytes exceeds kMaxValueBytes ({})", bytes.size(), kMaxValueBytes));
+  // Everything a store can hold is read (the store refuses more: etlc/store.hpp); the encoders
+  // keep our own records within kMaxValueBytes.
+  if (bytes.size() > kMaxStoredValueBytes) {
+    fail(key, RecordErrc::too_large,
+         fmt::format("value of {} bytes exceeds kMaxStoredValueBytes ({})", bytes.size(),
+                     kMaxStoredValueBytes));
   }
   if (!nesting_ok(bytes)) {
     fail(key, RecordErrc::malformed,
@@ -311,7 +313,7 @@ void check_key_id(std::string_view key, std::string_view prefix, std::string_vie
 
 constexpr std::string_view kStatusNames[] = {"runnable", "completed", "quarantined"};
 constexpr std::string_view kFinalityNames[] = {"open", "final"};
-constexpr std::string_view kVerdictNames[] = {"running", "complete", "stalled"};
+constexpr std::string_view kVerdictNames[] = {"running", "complete", "stalled", "failed"};
 
 // --- encoding ---------------------------------------------------------------------------------
 
@@ -407,6 +409,7 @@ std::string encode(const LeaderRecord& r) {
 std::string encode(const PlanRecord& r) {
   check_text("plan", "fingerprint", r.fingerprint);
   if (r.cursor) check_text("plan", "cursor", *r.cursor);
+  if (r.message) check_text("plan", "message", *r.message);
   OrderedJson j = versioned();
   j["fingerprint"] = r.fingerprint;
   j["term"] = r.term;
@@ -417,6 +420,7 @@ std::string encode(const PlanRecord& r) {
   j["completed"] = r.completed;
   j["quarantined"] = r.quarantined;
   j["verdict"] = to_string(r.verdict);
+  if (r.message) j["message"] = *r.message;
   return finish(kPlanKey, j);
 }
 
@@ -506,6 +510,16 @@ std::string encode(const CordonRecord& r) {
   return finish(cordon_key(r.instance), j);
 }
 
+std::string encode(const PauseRecord& r) {
+  check_text("pause", "reason", r.reason);
+  check_text("pause", "by", r.by);
+  OrderedJson j = versioned();
+  j["reason"] = r.reason;
+  j["by"] = r.by;
+  j["since_ms"] = r.since_ms;
+  return finish(kPauseKey, j);
+}
+
 LeaderRecord decode_leader(std::string_view key, std::string_view bytes) {
   return decode_with(key, bytes, [](const Fields& f) {
     f.allow_only({"v", "owner", "nonce", "term"});
@@ -520,7 +534,7 @@ LeaderRecord decode_leader(std::string_view key, std::string_view bytes) {
 PlanRecord decode_plan(std::string_view key, std::string_view bytes) {
   return decode_with(key, bytes, [](const Fields& f) {
     f.allow_only({"v", "fingerprint", "term", "finality", "planned", "split_count", "cursor",
-                  "completed", "quarantined", "verdict"});
+                  "completed", "quarantined", "verdict", "message"});
     PlanRecord r;
     r.fingerprint = f.text("fingerprint");
     r.term = f.u64("term");
@@ -531,6 +545,7 @@ PlanRecord decode_plan(std::string_view key, std::string_view bytes) {
     r.completed = f.u64("completed");
     r.quarantined = f.u64("quarantined");
     r.verdict = f.enumerated<Verdict>("verdict", kVerdictNames);
+    r.message = f.optional_text("message");
     return r;
   });
 }
@@ -616,6 +631,17 @@ CordonRecord decode_cordon(std::string_view key, std::string_view bytes) {
     r.instance = f.id("instance");
     r.reason = f.text("reason");
     check_key_id(key, kCordonPrefix, "instance", r.instance);
+    return r;
+  });
+}
+
+PauseRecord decode_pause(std::string_view key, std::string_view bytes) {
+  return decode_with(key, bytes, [](const Fields& f) {
+    f.allow_only({"v", "reason", "by", "since_ms"});
+    PauseRecord r;
+    r.reason = f.text("reason");
+    r.by = f.text("by");
+    r.since_ms = f.u64("since_ms");
     return r;
   });
 }

@@ -9,7 +9,7 @@
 //   leader  {"v":1,"owner":id,"nonce":s,"term":u64}
 //   plan    {"v":1,"fingerprint":s,"term":u64,"finality":"open"|"final","planned":bool,
 //            "split_count":u64,"cursor"?:s,"completed":u64,"quarantined":u64,
-//            "verdict":"running"|"complete"|"stalled"}
+//            "verdict":"running"|"complete"|"stalled"|"failed","message"?:s}
 //   spec    {"v":1,"id":id,"descriptor":b64,"weight":u64}
 //   split   {"v":1,"id":id,"epoch":u64,"status":"runnable"|"completed"|"quarantined",
 //            "owner"?:id,"owner_nonce"?:s,"attempts":u32,"weight":u64,
@@ -19,6 +19,7 @@
 //            "lease_ms":u64}
 //   assign  {"v":1,"instance":id,"term":u64,"splits":[id,...]}   (strictly increasing bytewise)
 //   cordon  {"v":1,"instance":id,"reason":s}
+//   pause   {"v":1,"reason":s,"by":s,"since_ms":u64}
 // where id is a string that passes validate_id (keys.hpp), s any UTF-8 string, u64/u32 a
 // non-negative JSON integer in range (no fraction, exponent or sign), b64 canonical padded
 // standard base64 (core/base64.hpp) of at most kMaxDescriptorBytes / kMaxProgressStateBytes.
@@ -33,7 +34,8 @@
 // an equal record: an invalid id, a non-UTF-8 text field, an oversized opaque field or unsorted
 // assignment splits throw ConfigError naming the record and field; output over kMaxValueBytes
 // throws RecordError(too_large). Decoders throw only RecordError (and std::bad_alloc); inputs
-// over kMaxValueBytes are too_large and nesting deeper than 8 is malformed, before parsing.
+// over kMaxStoredValueBytes (more than any store holds) are too_large and nesting deeper than 8
+// is malformed, before parsing.
 // All functions are pure and thread-safe.
 #pragma once
 
@@ -80,7 +82,9 @@ struct LeaderRecord {
 };
 
 enum class Finality : std::uint8_t { open, final };
-enum class Verdict : std::uint8_t { running, complete, stalled };
+// failed: the leader gave up on the planner (CoordinatorConfig::max_planner_failures consecutive
+// failures); PlanRecord::message says why. Sticky until an operator clears it (etlc resume).
+enum class Verdict : std::uint8_t { running, complete, stalled, failed };
 
 // plan: the job's plan header. `term` is the leader fence: a new leader bumps it by CAS before
 // writing anything else, so a deposed leader's plan write loses.
@@ -94,6 +98,7 @@ struct PlanRecord {
   std::uint64_t completed = 0;
   std::uint64_t quarantined = 0;
   Verdict verdict = Verdict::running;
+  std::optional<std::string> message;  // why the verdict is `failed` (the planner's last error)
   friend bool operator==(const PlanRecord&, const PlanRecord&) = default;
 };
 
@@ -156,6 +161,17 @@ struct CordonRecord {
   friend bool operator==(const CordonRecord&, const CordonRecord&) = default;
 };
 
+// job.pause: written by an operator (etlc pause). While it exists the leader assigns nothing, so
+// workers drain and release what they hold; deleting it (etlc resume) lets work continue from
+// the committed progress. `by` and `since_ms` (Unix time in ms, the operator's clock) are for
+// other operators only: no member reads a time from it.
+struct PauseRecord {
+  std::string reason;
+  std::string by;
+  std::uint64_t since_ms = 0;
+  friend bool operator==(const PauseRecord&, const PauseRecord&) = default;
+};
+
 // Encoders produce compact JSON and throw RecordError(too_large) past kMaxValueBytes.
 // Decoders take the key the bytes were read from (for messages and the id check).
 std::string encode(const LeaderRecord& r);
@@ -166,6 +182,7 @@ std::string encode(const LeaseRecord& r);
 std::string encode(const MemberRecord& r);
 std::string encode(const AssignmentRecord& r);
 std::string encode(const CordonRecord& r);
+std::string encode(const PauseRecord& r);
 
 LeaderRecord decode_leader(std::string_view key, std::string_view bytes);
 PlanRecord decode_plan(std::string_view key, std::string_view bytes);
@@ -175,6 +192,7 @@ LeaseRecord decode_lease(std::string_view key, std::string_view bytes);
 MemberRecord decode_member(std::string_view key, std::string_view bytes);
 AssignmentRecord decode_assignment(std::string_view key, std::string_view bytes);
 CordonRecord decode_cordon(std::string_view key, std::string_view bytes);
+PauseRecord decode_pause(std::string_view key, std::string_view bytes);
 
 std::string_view to_string(RecordErrc c) noexcept;
 std::string_view to_string(SplitStatus s) noexcept;

@@ -88,8 +88,28 @@ std::string_view to_string(DriverExit exit) noexcept {
       return "fatal";
     case DriverExit::aborted:
       return "aborted";
+    case DriverExit::bad_config:
+      return "bad_config";
   }
   return "unknown";
+}
+
+int DriverResult::exit_code() const noexcept {
+  switch (exit) {
+    case DriverExit::completed:
+    case DriverExit::stalled_drained:
+    case DriverExit::stopped:
+      return exit_codes::ok;
+    case DriverExit::stalled:
+      return exit_codes::stalled;
+    case DriverExit::fatal:
+      return exit_codes::fatal;
+    case DriverExit::aborted:
+      return exit_codes::aborted;
+    case DriverExit::bad_config:
+      return exit_codes::bad_config;
+  }
+  return exit_codes::fatal;
 }
 
 std::string_view to_string(FenceStatus status) noexcept {

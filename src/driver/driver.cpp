@@ -79,6 +79,10 @@ DriverResult Driver::run() {
   started_ = true;
   try {
     api_->start();
+  } catch (const ConfigError& e) {  // issue 19: bad configuration has its own exit code
+    result_ = DriverResult{DriverExit::bad_config, e.what()};
+    phase_ = Phase::done;
+    return *result_;
   } catch (const std::exception& e) {
     result_ = DriverResult{DriverExit::fatal, e.what()};
     phase_ = Phase::done;
@@ -299,11 +303,15 @@ void Driver::handle(Event event) {
                    begin_stopping(DriverExit::completed, {});
                  },
                  [&](Stalled& st) {
-                   std::string msg = fmt::format(
-                       "the job stalled: {} splits completed, {} quarantined (see the splits' last "
-                       "errors)",
-                       st.completed, st.quarantined);
-                   if (options_.on_stall == StallPolicy::drain_with_warning) {
+                   std::string msg =
+                       !st.message.empty()
+                           ? fmt::format("the job failed: {}", st.message)
+                           : fmt::format(
+                                 "the job stalled: {} splits completed, {} quarantined (see the "
+                                 "splits' last errors)",
+                                 st.completed, st.quarantined);
+                   // A planner failure (message set) is never drained as a mere warning.
+                   if (options_.on_stall == StallPolicy::drain_with_warning && st.message.empty()) {
                      log().warn("etlc: {}: {}; draining as configured", instance_, msg);
                      begin_stopping(DriverExit::stalled_drained, std::move(msg));
                    } else {

@@ -55,9 +55,13 @@ std::optional<Driver::Turn> Driver::open_lane(Slot& s, bool drain, bool shutdown
     // A commit of an older tenancy of ours may have landed after this grant was issued (it
     // raced the loss): resume from it, so the lane never reports progress below the record.
     std::lock_guard lk(mu_);
-    if (auto it = last_durable_.find(id);
-        it != last_durable_.end() && it->second.watermark > resume.watermark) {
-      resume = it->second;
+    // Only for our own next tenancy (or an adopted one): a grant two or more epochs later
+    // follows someone else's tenancy or an operator's `etlc seek` (which bumps the epoch), and
+    // its progress is the truth even when it is lower than ours.
+    if (auto it = last_durable_.find(id); it != last_durable_.end() &&
+                                          s.grant.epoch <= it->second.first + 1 &&
+                                          it->second.second.watermark > resume.watermark) {
+      resume = it->second.second;
     }
   }
   s.committed = resume;
@@ -203,8 +207,11 @@ Driver::Turn Driver::turn(Slot& s) {
       s.committed = p;
       std::lock_guard lk(mu_);
       ++stats_.commits;
-      auto [it, fresh] = last_durable_.try_emplace(id, p);
-      if (!fresh && it->second.watermark <= p.watermark) it->second = p;
+      auto [it, fresh] = last_durable_.try_emplace(id, epoch, p);
+      if (!fresh && (it->second.first < epoch ||
+                     (it->second.first == epoch && it->second.second.watermark <= p.watermark))) {
+        it->second = {epoch, p};
+      }
     }
     return o;
   };

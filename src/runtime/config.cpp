@@ -34,6 +34,12 @@ void CoordinatorConfig::validate() const {
   if (bulk_ops_per_step < 2 || bulk_ops_per_step > 100000) {
     fail("bulk_ops_per_step must be in 2..100000");
   }
+  if (max_planner_failures < 1 || max_planner_failures > 1000) {
+    fail(fmt::format("max_planner_failures must be in 1..1000 (got {})", max_planner_failures));
+  }
+  if (startup_wait < milliseconds(0) || startup_wait > std::chrono::hours(1)) {
+    fail("startup_wait must be in 0 ms .. 1 h");
+  }
 }
 
 }  // namespace etlc

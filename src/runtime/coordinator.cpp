@@ -13,6 +13,7 @@
 #include "core/keys.hpp"
 #include "etlc/metrics.hpp"
 #include "runtime/member.hpp"
+#include "runtime/startup_wait.hpp"
 
 namespace etlc {
 
@@ -54,6 +55,7 @@ struct Coordinator::Loop {
   bool stop = false;
   bool started = false;
   std::thread thread;
+  std::chrono::milliseconds startup_wait{0};  // CoordinatorConfig::startup_wait
 
   void notify() {
     {
@@ -81,6 +83,7 @@ Coordinator::Coordinator(CoordinatorConfig config, std::shared_ptr<KvStore> stor
       loop_(std::make_unique<Loop>()) {
   if (config.instance_id.empty()) config.instance_id = random_instance_id();
   config.validate();
+  loop_->startup_wait = config.startup_wait;
   if (!store) throw ConfigError("invalid config: store must not be null");
   if (!planner) throw ConfigError("invalid config: planner must not be null");
   if (planner->fingerprint().empty())
@@ -111,7 +114,7 @@ void Coordinator::start() {
   Loop* loop = loop_.get();
   member_->set_plan_runner(std::make_unique<runtime::ThreadPlanRunner>([loop] { loop->notify(); }));
   member_->set_bulk_executor(std::make_unique<runtime::PooledBulkExecutor>(kSeedThreads));
-  member_->join_now();
+  runtime::join_with_startup_wait(*member_, loop_->startup_wait);  // member_->join_now(), retried
   loop_->thread = std::thread([this] {
     std::unique_lock lk(loop_->mu);
     while (!loop_->stop) {

@@ -32,6 +32,8 @@ void Member::lead(TimePoint now) {
   }
   ensure_watches();  // the leader-only watches
   if (!w_splits_.caught_up || !w_members_.caught_up || !w_assigns_.caught_up) return;
+  heal(now);
+  if (!leader_) return;
   advance_planning(now);
   if (split_view_short(now)) return;  // wait for the watch to deliver the rest
   update_tallies(now);
@@ -43,23 +45,31 @@ void Member::lead(TimePoint now) {
 // (a snapshot that ended early): assigning from it would revoke splits from their live owners.
 // Wait for the watch to deliver the rest; after a lease, re-watch once; if a fresh snapshot is
 // short too, records really were deleted (by hand): go on with what exists.
+std::uint64_t Member::known_split_count() const {
+  std::uint64_t n = splits_.size();
+  for (const auto& [id, d] : split_damage_) n += splits_.count(id) ? 0 : 1;
+  return n;
+}
+
 bool Member::split_view_short(TimePoint now) {
   if (!plan_view_ || !plan_view_->first.planned || seeding_) return false;
-  const std::uint64_t known = splits_.size() + unreadable_splits_.size();
+  const std::uint64_t known = known_split_count();
   const std::uint64_t planned = plan_view_->first.split_count;
   if (known >= planned) {
     split_view_short_since_.reset();
     split_view_rewatched_ = false;
+    missing_splits_listed_ = false;
     return false;
   }
   if (split_view_rewatched_) {
     if (split_view_short_since_) {
       log().error(
-          "etlc: {}: a fresh snapshot holds {} of the plan's {} split records: records "
-          "were deleted from the store; assigning what exists",
+          "etlc: {}: a fresh snapshot holds {} of the plan's {} split records: records were "
+          "deleted from the store; rebuilding them",
           instance_, known, planned);
       split_view_short_since_.reset();
     }
+    if (!missing_splits_listed_) find_missing_splits();
     return false;
   }
   if (!split_view_short_since_) {
@@ -79,6 +89,7 @@ bool Member::split_view_short(TimePoint now) {
 void Member::try_elect(TimePoint now) {
   (void)now;
   if (!w_job_.caught_up || !w_members_.caught_up) return;
+  if (leader_damage_) return;  // an unreadable record holds the key until it is removed
   core::LeaderRecord rec;
   Revision rev = 0;
   if (leader_view_) {
@@ -89,8 +100,9 @@ void Member::try_elect(TimePoint now) {
     rec = leader_view_->first;
     rev = leader_view_->second;
   } else {
-    const std::uint64_t base = plan_view_ ? plan_view_->first.term : 0;
-    rec = core::LeaderRecord{instance_, nonce_, base + 1};
+    // Above every term seen anywhere, not only the plan's: a plan record deleted or destroyed
+    // must not hand out a term some leader already held.
+    rec = core::LeaderRecord{instance_, nonce_, highest_term_seen() + 1};
     WriteResult r = store_->create(core::kLeaderKey, core::encode(rec));
     if (!r.ok) return;  // someone else won; the watch will tell us who
     rev = r.revision;
@@ -145,7 +157,16 @@ bool Member::take_term() {
       }
       continue;
     }
-    core::PlanRecord plan = core::decode_plan(core::kPlanKey, cur->value);
+    core::PlanRecord plan;
+    try {
+      plan = core::decode_plan(core::kPlanKey, cur->value);
+    } catch (const core::RecordError& e) {
+      // Unreadable: take the term over it with the last plan we read, or a fresh one (which
+      // re-plans; seeding keeps every spec and split record that exists).
+      log().warn("etlc: {}: replacing the unreadable plan record: {}", instance_, e.what());
+      plan = plan_view_ ? plan_view_->first : core::PlanRecord{};
+      plan.fingerprint = fingerprint_;
+    }
     if (plan.fingerprint != fingerprint_) {
       go_fatal(
           fmt::format("job fingerprint mismatch: the job was planned with '{}', this "
@@ -180,6 +201,10 @@ void Member::step_down(const char* why) {
   w_splits_.watch.reset();
   w_cordons_.watch.reset();
   splits_.clear();
+  split_damage_.clear();
+  parked_specs_.clear();
+  unrepairable_.clear();
+  repair_due_ = planning_repair_ = missing_splits_listed_ = false;
   cordons_.clear();
   published_.clear();
   seeding_.reset();
@@ -199,20 +224,34 @@ bool Member::write_plan(const core::PlanRecord& next) {
     return true;
   }
   auto cur = store_->get(core::kPlanKey);
-  if (cur) {
-    auto seen = core::decode_plan(core::kPlanKey, cur->value);
-    if (seen.term > term_) {
-      step_down("plan term moved past ours");
-      return false;
-    }
-    plan_view_ = std::make_pair(seen, cur->revision);
+  if (!cur) {
+    plan_damage_ = Damage{0, true, clock_.now(), "deleted", std::nullopt};
+    return false;
   }
+  core::PlanRecord seen;
+  try {
+    seen = core::decode_plan(core::kPlanKey, cur->value);
+  } catch (const core::RecordError& e) {
+    plan_damage_ = Damage{cur->revision, false, clock_.now(), e.what(), std::nullopt};
+    return false;  // heal_plan() rewrites it next step
+  }
+  note_term(seen.term);
+  if (seen.term > term_) {
+    step_down("plan term moved past ours");
+    return false;
+  }
+  plan_view_ = std::make_pair(seen, cur->revision);
   return false;
 }
 
 void Member::advance_planning(TimePoint now) {
   if (!plan_view_) return;
   const core::PlanRecord& plan = plan_view_->first;
+  if (plan.verdict == core::Verdict::failed) {  // gave up on the planner until `etlc resume`
+    planner_failures_ = 0;
+    plan_backoff_ = kPlanRetryMin;
+    return;
+  }
   if (seeding_) {
     seed_slice();
     if (seeding_ && seeding_->next >= seeding_->splits.size()) finish_seeding();
@@ -224,6 +263,7 @@ void Member::advance_planning(TimePoint now) {
     if (!outcome) return;  // still running
     planning_ = false;
     if (!outcome->plan) {
+      if (give_up_on_planner(outcome->error, now)) return;
       log().warn("etlc: {}: planner failed: {}; retrying in {} ms", instance_, outcome->error,
                  std::chrono::duration_cast<std::chrono::milliseconds>(plan_backoff_).count());
       next_plan_at_ = now + plan_backoff_;
@@ -231,6 +271,7 @@ void Member::advance_planning(TimePoint now) {
       return;
     }
     plan_backoff_ = kPlanRetryMin;
+    planner_failures_ = 0;
     // Validate before anything is written: a bad plan is the planner's bug, reported by name.
     std::unordered_set<std::string> ids;
     for (const PlannedSplit& s : outcome->plan->splits) {
@@ -245,6 +286,7 @@ void Member::advance_planning(TimePoint now) {
         }
       } catch (const ConfigError& e) {
         log().error("etlc: {}: rejecting plan: {}", instance_, e.what());
+        if (give_up_on_planner(fmt::format("invalid plan: {}", e.what()), now)) return;
         next_plan_at_ = now + kPlanRetryMax;
         return;
       }
@@ -253,11 +295,19 @@ void Member::advance_planning(TimePoint now) {
     job.splits = std::move(outcome->plan->splits);
     job.finality = outcome->plan->finality;
     job.cursor = std::move(outcome->plan->cursor);
+    job.repair = planning_repair_;
     seeding_ = std::move(job);
     return;
   }
-  const bool due = !plan.planned || (plan.finality == core::Finality::open && now >= next_plan_at_);
+  // A repair re-plan (healing.cpp) runs for final plans too, at most once per replan_interval.
+  const bool due = !plan.planned ||
+                   (plan.finality == core::Finality::open && now >= next_plan_at_) || repair_due_;
   if (!due || now < next_plan_at_) return;
+  planning_repair_ = repair_due_ && plan.planned;
+  repair_due_ = false;
+  if (planning_repair_) {
+    log().warn("etlc: {}: re-planning to rewrite damaged specs and split records", instance_);
+  }
   PlanContext ctx;
   ctx.term = term_;
   ctx.cursor = plan.cursor;
@@ -277,7 +327,10 @@ void Member::seed_slice() {
   std::vector<const PlannedSplit*> batch;
   while (job.next < job.splits.size() && batch.size() < max_splits) {
     const PlannedSplit& s = job.splits[job.next++];
-    if (!splits_.count(s.spec.id)) batch.push_back(&s);
+    // Damaged records are healed from what is known of them (healing.cpp), never re-seeded as
+    // new: a fresh record at epoch 0 would let the old tenancy's writes through.
+    if (job.repair) repair_seeded(s);
+    if (!splits_.count(s.spec.id) && !split_damage_.count(s.spec.id)) batch.push_back(&s);
   }
   if (batch.empty()) return;
   std::vector<core::SplitRecord> records(batch.size());
@@ -316,12 +369,26 @@ void Member::seed_slice() {
 void Member::finish_seeding() {
   SeedJob job = std::move(*seeding_);
   seeding_.reset();
+  if (job.repair) {
+    // A parked split the planner no longer lists stays parked: the job's named end state.
+    std::unordered_set<std::string_view> listed;
+    for (const PlannedSplit& s : job.splits) listed.insert(s.spec.id);
+    for (const std::string& id : parked_specs_) {
+      if (!listed.count(id) && unrepairable_.insert(id).second) {
+        log().error(
+            "etlc: {}: split '{}' stays parked: its spec is unusable and the planner no longer "
+            "lists it (restore spec.{} and run `etlc requeue {}`)",
+            instance_, id, id, id);
+      }
+    }
+  }
   core::PlanRecord next = plan_view_->first;
   next.term = term_;
   next.planned = true;
   next.finality = to_core(job.finality);
   next.cursor = job.cursor;
   next.split_count = next.finality == core::Finality::final ? job.splits.size() : splits_.size();
+  set_tallies(next);  // the header must never carry older tallies than the view (a requeue)
   if (!write_plan(next)) {
     seeding_ = std::move(job);  // retry the header write next step (seeding is idempotent)
     seeding_->next = seeding_->splits.size();
@@ -332,9 +399,26 @@ void Member::finish_seeding() {
              core::to_string(next.finality));
 }
 
+// The completed/quarantined tallies of the split view, and the verdict they give.
+void Member::set_tallies(core::PlanRecord& next) {
+  next.completed = completed_count_;
+  next.quarantined = quarantined_count_;
+  // A split parked for its spec that a repair re-plan may still requeue is not a final
+  // quarantine: the job is not stalled until the planner has had its say.
+  std::uint64_t pending = 0;
+  for (const std::string& id : parked_specs_) pending += unrepairable_.count(id) ? 0 : 1;
+  try {
+    next.verdict = core::completion_verdict(next.finality, next.split_count, next.completed,
+                                            next.quarantined - std::min(pending, next.quarantined));
+  } catch (const ConfigError& e) {
+    log().error("etlc: {}: inconsistent tallies, verdict left as it was: {}", instance_, e.what());
+  }
+}
+
 void Member::update_tallies(TimePoint now) {
   if (!plan_view_ || !plan_view_->first.planned) return;
   const core::PlanRecord& plan = plan_view_->first;
+  if (plan.verdict == core::Verdict::failed) return;  // sticky until an operator clears it
   core::PlanRecord next = plan;
   next.term = term_;
   // Count every split record that exists: after seeding that is at least the planned set, and a
@@ -342,15 +426,7 @@ void Member::update_tallies(TimePoint now) {
   // tallies can never exceed the count.
   next.split_count = std::max<std::uint64_t>(
       splits_.size(), plan.finality == core::Finality::final ? plan.split_count : 0);
-  next.completed = completed_count_;
-  next.quarantined = quarantined_count_;
-  try {
-    next.verdict =
-        core::completion_verdict(next.finality, next.split_count, next.completed, next.quarantined);
-  } catch (const ConfigError& e) {
-    log().error("etlc: {}: inconsistent tallies, verdict left as it was: {}", instance_, e.what());
-    next.verdict = plan.verdict;
-  }
+  set_tallies(next);
   metrics_.set_job_tallies(next.split_count, next.completed, next.quarantined);
   if (next == plan) return;
   const bool verdict_changed = next.verdict != plan.verdict;

@@ -12,6 +12,7 @@
 #include "log.hpp"
 
 #include "core/keys.hpp"
+#include "core/repair_rules.hpp"
 #include "runtime/member.hpp"
 
 namespace etlc::runtime {
@@ -19,7 +20,9 @@ namespace etlc::runtime {
 // How long `id`'s session must look unchanged before this member expires it: one lease for the
 // leader (and for the leader's own session, or when there is no leader), 1.5 leases otherwise.
 Duration Member::expiry_wait(const std::string& id, const MemberView& v) const {
-  const Duration lease = std::chrono::milliseconds(v.rec.lease_ms);
+  // The lease the peer advertises, within bounds of our own (a forged day-long lease must not
+  // hold its splits for a day: core/repair_rules.hpp).
+  const Duration lease = core::bound_peer(v.rec, config_.lease_duration).lease;
   const bool primary = leader_ || !leader_view_ || leader_view_->first.owner.empty() ||
                        id == leader_view_->first.owner;
   return primary ? lease : lease + lease / 2;
@@ -41,17 +44,31 @@ void Member::expire_peers(TimePoint now) {
       if (leader_) note_departure(id, now);
     }
   }
-  // The leader record is live only while its owner's session is.
-  if (leader_view_ && w_job_.caught_up &&
+  // The leader record is live only while its owner's session is. One naming this instance under
+  // an earlier nonce is this process's own old session's (starved or expired): nobody else would
+  // remove it if this member is alone.
+  const bool ours =
+      leader_view_ && leader_view_->first.owner == instance_ && leader_view_->first.nonce == nonce_;
+  if (leader_view_ && w_job_.caught_up && !ours &&
       !session_live(leader_view_->first.owner, leader_view_->first.nonce) &&
-      leader_view_->first.owner != instance_ &&
       !session_confirmed_live(leader_view_->first.owner, leader_view_->first.nonce)) {
     WriteResult r = store_->erase(core::kLeaderKey, leader_view_->second);
     if (r.ok) {
-      log().info("etlc: {}: removed the leader record of departed '{}'", instance_,
-                 leader_view_->first.owner);
+      log().info("etlc: {}: removed the leader record of departed '{}' (nonce {})", instance_,
+                 leader_view_->first.owner, leader_view_->first.nonce);
       leader_view_.reset();
     }
+  }
+  // An unreadable leader record names nobody: its leader (if any) rewrites it at once, so one
+  // that stayed unchanged for a lease has no live owner. Remove it so an election can happen.
+  if (!leader_ && leader_damage_ && now - leader_damage_->since >= config_.lease_duration) {
+    WriteResult r = store_->erase(core::kLeaderKey, leader_damage_->rev);
+    log().warn("etlc: {}: {} the unreadable leader record ({})", instance_,
+               r.ok ? "removed" : "could not remove", leader_damage_->error);
+    if (r.ok)
+      leader_damage_.reset();
+    else
+      leader_damage_->since = now;  // it changed: watch it for another lease
   }
 }
 

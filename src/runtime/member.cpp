@@ -79,8 +79,9 @@ TimePoint Member::step() {
     retry_at_ = now + kStoreBackoff;
     return retry_at_;
   } catch (const core::RecordError& e) {
-    // A record we had to read directly is unreadable: skip this step's work, try again later.
-    log().warn("etlc: {}: {}", instance_, e.what());
+    // A record we had to read directly is unreadable: skip this step's work, try again later
+    // (healing.cpp repairs what this member owns; the log says so once per lease, not per retry).
+    warn_throttled(e.key(), e.what());
     retry_at_ = now + kStoreBackoff;
     return retry_at_;
   }
@@ -129,10 +130,19 @@ TimePoint Member::next_wake(TimePoint now, bool more) {
 
 void Member::join_now() {
   std::lock_guard lk(mu_);
-  verify_fencing(*store_, "etlc-probe.");
-  // Refuse a job planned with another fingerprint before touching anything.
+  // One scratch key per instance id, reused by its restarts (docs/store-contract.md).
+  verify_fencing(*store_, fmt::format("etlc-probe.{}.", core::encode_id(instance_)));
+  // Refuse a job planned with another fingerprint before touching anything. An unreadable plan
+  // says nothing about the job: the leader rewrites it, and the plan watch checks it then.
   if (auto plan = store_->get(core::kPlanKey)) {
-    auto rec = core::decode_plan(core::kPlanKey, plan->value);
+    core::PlanRecord rec;
+    try {
+      rec = core::decode_plan(core::kPlanKey, plan->value);
+    } catch (const core::RecordError& e) {
+      log().warn("etlc: {}: joining a job whose plan record is unreadable: {}", instance_,
+                 e.what());
+      rec.fingerprint = fingerprint_;
+    }
     if (rec.fingerprint != fingerprint_) {
       throw ConfigError(fmt::format(
           "job fingerprint mismatch: the job in the store was planned with fingerprint '{}', this "

@@ -22,6 +22,7 @@
 // shared_mu_; nothing takes them in another order.
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -149,6 +150,17 @@ class Member {
   struct AssignView {
     core::AssignmentRecord rec;
     Revision rev = 0;
+    bool readable = true;  // false: garbage at `rev` (no instruction; the leader rewrites it)
+  };
+  // A record the protocol never deletes or writes unreadable, found unreadable or deleted: damage
+  // from outside (healing.cpp). `rev` is the damaging write's revision (the delete's for a
+  // delete), `since` when this member saw it, `last` the last readable record (splits).
+  struct Damage {
+    Revision rev = 0;
+    bool deleted = false;
+    TimePoint since{};
+    std::string error;
+    std::optional<core::SplitRecord> last;
   };
   struct SplitView {
     core::SplitRecord rec;
@@ -164,6 +176,7 @@ class Member {
     std::size_t next = 0;
     PlanFinality finality = PlanFinality::final;
     std::optional<std::string> cursor;
+    bool repair = false;  // a re-plan to rewrite damaged specs and records (healing.cpp)
   };
 
   // session.cpp
@@ -180,12 +193,23 @@ class Member {
   void close_watches();
   void open_watch(WatchSlot& slot);
   bool drain_watches(TimePoint now);  // true if events remain
-  void on_job_event(const WatchEvent& e);
+  void on_job_event(const WatchEvent& e, TimePoint now);
   void on_member_event(const WatchEvent& e, TimePoint now);
   void on_lease_event(const WatchEvent& e);
   void on_assign_event(const WatchEvent& e);
-  void on_split_event(const WatchEvent& e);
+  void on_split_event(const WatchEvent& e, TimePoint now);
+  // Sets splits_[id] (leader), keeping the completed/quarantined tallies and the dirty flag.
+  void put_split_view(const std::string& id, core::SplitRecord rec, Revision rev);
+  void count_split(const core::SplitRecord& r, bool add);
   void on_cordon_event(const WatchEvent& e);
+  // A put whose value cannot be decoded: the view stops trusting the key (see healing.cpp).
+  void on_unreadable(const WatchEvent& e, const std::string& error, TimePoint now);
+
+  // job_controls.cpp (issue 19): the operator's pause, the planner-failure policy
+  void on_pause_event(const WatchEvent& e);
+  // Counts a planner failure; at max_planner_failures writes the plan's `failed` verdict and
+  // returns true (the caller stops retrying).
+  bool give_up_on_planner(const std::string& error, TimePoint now);
   bool session_live(const std::string& instance, const std::string& nonce) const;
 
   TimePoint next_wake(TimePoint now, bool more);
@@ -208,9 +232,24 @@ class Member {
   void seed_slice();
   void finish_seeding();
   void update_tallies(TimePoint now);
+  void set_tallies(core::PlanRecord& next);
   // Leader: true while the split view holds fewer records than the plan counts (see .cpp).
   bool split_view_short(TimePoint now);
   bool write_plan(const core::PlanRecord& next);
+
+  // healing.cpp
+  void heal(TimePoint now);
+  void heal_leader_record(TimePoint now);
+  void heal_plan();
+  void heal_splits();
+  bool heal_split(const std::string& id, Damage& d);
+  void find_missing_splits();
+  void repair_seeded(const PlannedSplit& s);
+  std::uint64_t known_split_count() const;
+  std::uint64_t highest_term_seen() const;
+  void note_term(std::uint64_t term) { max_term_seen_ = std::max(max_term_seen_, term); }
+  // Logs a warning about `key` at most once per lease (a record read directly every retry).
+  void warn_throttled(const std::string& key, const std::string& message);
 
   // publish.cpp
   void publish_assignment(TimePoint now);
@@ -226,6 +265,7 @@ class Member {
   // The pointer is valid until spec_cache_ changes. Throws store and record errors.
   const SplitSpec* load_spec(const std::string& id);
   void prefetch_spec(const std::string& id);  // load_spec, ignoring retryable store errors
+  std::optional<std::string> check_spec(const std::string& id, TimePoint now);
   void begin_revocation(const std::shared_ptr<Held>& h, TimePoint now);
   void force_due_revocations(TimePoint now);
   void observe_completion();
@@ -267,9 +307,22 @@ class Member {
   LeaseTable leases_;
   std::map<std::string, AssignView> assigns_;
   std::unordered_map<std::string, SplitView> splits_;  // leader only
-  // Split keys whose latest record could not be decoded (leader only): they exist, so they count
-  // when the leader checks its view against the plan's split_count.
-  std::unordered_set<std::string> unreadable_splits_;
+  // Split keys whose latest record could not be decoded, or that were deleted (leader only): they
+  // count when the leader checks its view against the plan's split_count, and heal_splits()
+  // rebuilds them. A garbage record's last readable version stays in splits_ meanwhile.
+  std::map<std::string, Damage> split_damage_;
+  std::optional<Damage> leader_damage_;  // job.leader is unreadable
+  std::optional<Damage> plan_damage_;    // job.plan is unreadable or was deleted
+  std::uint64_t max_term_seen_ = 0;      // in any leader, plan or assignment record read
+  bool missing_splits_listed_ = false;   // find_missing_splits ran for this shortness episode
+  std::map<std::string, TimePoint> spec_absent_since_;  // claims: spec.{id} read as absent
+  std::map<std::string, std::string> peer_warned_;      // instance -> nonce warned about
+  bool repair_due_ = false;       // a re-plan is needed to rewrite specs or records (healing.cpp)
+  bool planning_repair_ = false;  // the plan running now is such a re-plan
+  std::set<std::string> parked_specs_;  // splits_ entries parked for their spec (leader)
+  // Parked splits a repair re-plan did not list: they stay parked (the job's named end state).
+  std::set<std::string> unrepairable_;
+  std::map<std::string, TimePoint> warned_at_;  // warn_throttled, bounded
   std::optional<TimePoint> split_view_short_since_;
   bool split_view_rewatched_ = false;
   std::set<std::string> cordons_;  // leader only
@@ -300,6 +353,9 @@ class Member {
   std::uint64_t publishes_ = 0;
   bool seen_complete_ = false;
   bool seen_stalled_ = false;
+  // job_controls.cpp: job.pause exists (the leader assigns nothing); consecutive planner failures.
+  bool paused_ = false;
+  std::uint32_t planner_failures_ = 0;
 
   // Held splits and events (guarded by shared_mu_).
   mutable std::mutex shared_mu_;

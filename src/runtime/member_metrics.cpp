@@ -31,9 +31,10 @@ MemberMetrics::MemberMetrics(MetricsRegistry& registry, std::string_view instanc
       &registry_.counter("etl_coordination_quarantines_total", "Splits this member quarantined", l);
   store_failures_ = &registry_.counter("etl_coordination_store_failures_total",
                                        "Store operations that failed and were retried", l);
-  unreadable_ =
-      &registry_.counter("etl_coordination_unreadable_records_total",
-                         "Records in the store this member could not decode (ignored)", l);
+  unreadable_ = &registry_.counter("etl_coordination_unreadable_records_total",
+                                   "Records in the store this member could not decode", l);
+  repaired_ = &registry_.counter("etl_coordination_records_repaired_total",
+                                 "Damaged records (unreadable or deleted) this member rewrote", l);
   assignment_seconds_ =
       &registry_.histogram("etl_coordination_assignment_seconds",
                            "Time to compute and publish one assignment", kSecondsBuckets, l);
@@ -93,6 +94,9 @@ void MemberMetrics::store_failure() {
 }
 void MemberMetrics::unreadable_record() {
   unreadable_->inc();
+}
+void MemberMetrics::record_repaired() {
+  repaired_->inc();
 }
 
 void MemberMetrics::assignment_computed(double seconds, std::uint64_t moves,

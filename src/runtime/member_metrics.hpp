@@ -36,6 +36,7 @@ class MemberMetrics {
   void assignment_computed(double seconds, std::uint64_t moves, std::uint64_t records_written);
   void store_failure();
   void unreadable_record();
+  void record_repaired();  // a damaged record rewritten (healing.cpp)
 
  private:
   MetricsRegistry& registry_;
@@ -50,6 +51,7 @@ class MemberMetrics {
   Counter* quarantined_total_;
   Counter* store_failures_;
   Counter* unreadable_;
+  Counter* repaired_;
   Histogram* assignment_seconds_;
   Histogram* moves_per_publish_;
   Counter* records_published_;

@@ -16,6 +16,7 @@
 
 #include "core/assignment.hpp"
 #include "core/keys.hpp"
+#include "core/repair_rules.hpp"
 #include "core/stable_hash.hpp"
 #include "runtime/member.hpp"
 
@@ -47,7 +48,18 @@ void Member::publish_assignment(TimePoint now) {
   std::unordered_map<std::string, std::int32_t> index;
   for (const auto& [id, v] : members_) {
     if (v.rec.fingerprint != fingerprint_) continue;  // a member of another job config: no work
-    const std::uint32_t lanes = cordons_.count(id) ? 0 : v.rec.max_in_flight;
+    const core::PeerBounds bounds = core::bound_peer(v.rec, config_.lease_duration);
+    if ((bounds.lanes_refused || bounds.lease_clamped) && peer_warned_[id] != v.rec.nonce) {
+      peer_warned_[id] = v.rec.nonce;
+      log().warn(
+          "etlc: {}: member '{}' advertises a lane budget of {} and a lease of {} ms; {}{}",
+          instance_, id, v.rec.max_in_flight, v.rec.lease_ms,
+          bounds.lanes_refused ? fmt::format("outside 1..{}: it gets no lanes", kMaxLanes) : "",
+          bounds.lease_clamped ? fmt::format("{}its lease is judged as {} ms",
+                                             bounds.lanes_refused ? "; " : "", bounds.lease.count())
+                               : "");
+    }
+    const std::uint32_t lanes = cordons_.count(id) ? 0 : bounds.lanes;
     index.emplace(id, static_cast<std::int32_t>(in.members.size()));
     in.members.push_back(core::AssignMember{id, lanes});
   }
@@ -84,6 +96,9 @@ void Member::publish_assignment(TimePoint now) {
                         (v.rec.owner && s.record_owner == core::kNoMember);
     in.splits.push_back(std::move(s));
   }
+  // Paused (job.pause, job_controls.cpp): nothing is assigned, so every worker drains and
+  // releases what it holds; resuming recomputes from the committed progress.
+  if (paused_) in.splits.clear();
 
   core::Assignment out = core::desired_assignment(in);
   if (out.stats.backstop_bound) {

@@ -17,6 +17,7 @@
 
 #include "core/claim_rules.hpp"
 #include "core/keys.hpp"
+#include "core/repair_rules.hpp"
 #include "runtime/member.hpp"
 
 namespace etlc::runtime {
@@ -49,7 +50,7 @@ void Member::reconcile(TimePoint now) {
   std::optional<std::vector<std::string>> assigned;
   if (auto it = assigns_.find(instance_); it != assigns_.end()) {
     const std::uint64_t plan_term = plan_view_ ? plan_view_->first.term : 0;
-    if (it->second.rec.term >= plan_term) assigned = it->second.rec.splits;
+    if (it->second.readable && it->second.rec.term >= plan_term) assigned = it->second.rec.splits;
   }
   std::vector<std::shared_ptr<Held>> held;
   {
@@ -75,6 +76,9 @@ void Member::reconcile(TimePoint now) {
 
   // Specs prefetched for splits no longer assigned (bounded by the assignment's size).
   std::erase_if(spec_cache_, [&](const auto& kv) {
+    return !std::binary_search(assigned->begin(), assigned->end(), kv.first);
+  });
+  std::erase_if(spec_absent_since_, [&](const auto& kv) {
     return !std::binary_search(assigned->begin(), assigned->end(), kv.first);
   });
 
@@ -172,8 +176,9 @@ void Member::claim(const std::string& id, TimePoint now) {
   auto cur = store_->get(skey);
   if (!cur) return;  // not seeded yet
   core::SplitRecord rec = core::decode_split(skey, cur->value);
-  const SplitSpec* spec = load_spec(id);
-  if (spec == nullptr) return;
+  const std::optional<std::string> spec_problem = check_spec(id, now);
+  const SplitSpec* spec = spec_problem ? nullptr : load_spec(id);
+  if (!spec && !spec_problem) return;  // absent for now (see check_spec)
 
   core::ClaimDecision d =
       core::decide_claim(rec, std::nullopt, instance_, nonce_, config_.max_attempts);
@@ -222,13 +227,35 @@ void Member::claim(const std::string& id, TimePoint now) {
     } else {
       auto existing = store_->get(lkey);
       if (!existing) return;  // gone meanwhile; retry later
-      lease = core::decode_lease(lkey, existing->value);
+      try {
+        lease = core::decode_lease(lkey, existing->value);
+      } catch (const core::RecordError& e) {
+        // An unreadable lease names no session, so it protects nobody's tenancy (the record, the
+        // fence, still does): remove it at the revision read and claim on the next pass.
+        WriteResult gone = store_->erase(lkey, existing->revision);
+        warn_throttled(lkey, fmt::format("{} the unreadable lease of split '{}': {}",
+                                         gone.ok ? "removed" : "could not remove", id, e.what()));
+        claim_retry_at_.erase(id);
+        return;
+      }
       if (lease.owner != instance_ || lease.nonce != nonce_) return;  // another claimer won it
       lease_rev = existing->revision;
     }
     leases_.assign(id, LeaseView{lease, lease_rev});
   }
 
+  if (spec_problem) {
+    // Nothing can process a split whose descriptor is lost: park it with a reason that names the
+    // record and the repair (the leader's repair re-plan requeues it, healing.cpp).
+    core::SplitRecord parked = core::park_for_spec(rec, *spec_problem);
+    if (store_->update(skey, core::encode(parked), cur->revision).ok) {
+      log().error("etlc: {}: parked split '{}': {}", instance_, id, *parked.last_error);
+      metrics_.quarantined_split();
+    }
+    store_->erase(lkey, lease_rev);  // if this fails, reconcile's orphan sweep retries it
+    spec_absent_since_.erase(id);
+    return;
+  }
   if (d.quarantine) {
     // The lease is ours now, so the previous owner's is really gone (the store said so, not our
     // lease view, which may lag behind a live owner's claim): park the split, give the lease back.
@@ -307,6 +334,24 @@ const SplitSpec* Member::load_spec(const std::string& id) {
               .first->second;
 }
 
+// Whether spec.{id} is usable for a claim: nullopt if it reads (or may still appear), else what is
+// wrong with it. Seeding writes a split's spec before its record, so a record whose spec is absent
+// lost it; a stale read can look the same for a moment, so absence counts only after two leases.
+std::optional<std::string> Member::check_spec(const std::string& id, TimePoint now) {
+  try {
+    if (load_spec(id) != nullptr) {
+      spec_absent_since_.erase(id);
+      return std::nullopt;
+    }
+  } catch (const core::RecordError& e) {
+    return fmt::format("spec.{} is unreadable ({})", id, e.what());
+  }
+  auto [it, fresh] = spec_absent_since_.try_emplace(id, now);
+  (void)fresh;
+  if (now - it->second < 2 * config_.lease_duration) return std::nullopt;
+  return fmt::format("spec.{} is missing", id);
+}
+
 void Member::prefetch_spec(const std::string& id) {
   try {
     load_spec(id);
@@ -323,7 +368,11 @@ void Member::observe_completion() {
     push_event(AllComplete{plan.completed});
   } else if (plan.verdict == core::Verdict::stalled && !seen_stalled_) {
     seen_stalled_ = true;
-    push_event(Stalled{plan.completed, plan.quarantined});
+    push_event(Stalled{plan.completed, plan.quarantined, {}});
+  } else if (plan.verdict == core::Verdict::failed && !seen_stalled_) {
+    seen_stalled_ = true;  // the planner failed max_planner_failures times (job_controls.cpp)
+    push_event(Stalled{plan.completed, plan.quarantined,
+                       plan.message.value_or("the job's planner failed")});
   } else if (plan.verdict == core::Verdict::running) {
     seen_stalled_ = false;  // an operator requeued: a later stall is news again
   }

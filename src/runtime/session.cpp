@@ -118,7 +118,19 @@ void Member::renew_session(TimePoint now) {
   try {
     seen = core::decode_member(key, cur->value);
   } catch (const core::RecordError& e) {
-    go_fatal(fmt::format("session record of instance '{}' is unreadable: {}", instance_, e.what()));
+    // Garbage over our own key (it moved past our revision, so it is not a stale read). We own
+    // the key: put our record back over it. A twin cannot hide behind garbage: it would find our
+    // nonce at its next renewal.
+    log().warn("etlc: {}: replacing its unreadable session record: {}", instance_, e.what());
+    WriteResult replaced = store_->update(key, core::encode(next), cur->revision);
+    if (replaced.ok) {
+      session_rec_ = next;
+      session_rev_ = replaced.revision;
+      last_renew_sent_ok_ = now;
+      next_renew_ = now + config_.lease_duration / 3;
+    } else {
+      next_renew_ = now;  // it moved again: look once more at the next step
+    }
     return;
   }
   if (seen.nonce == nonce_) {

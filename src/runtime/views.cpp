@@ -10,6 +10,7 @@
 #include "log.hpp"
 
 #include "core/keys.hpp"
+#include "core/repair_rules.hpp"
 #include "runtime/member.hpp"
 
 namespace etlc::runtime {
@@ -41,6 +42,7 @@ void Member::ensure_watches() {
   if (!w_job_.watch) {
     leader_view_.reset();
     plan_view_.reset();
+    paused_ = false;  // the snapshot re-delivers job.pause if it still exists
     open_watch(w_job_);
   }
   if (!w_members_.watch) {
@@ -58,7 +60,8 @@ void Member::ensure_watches() {
   if (leader_) {
     if (!w_splits_.watch) {
       splits_.clear();
-      unreadable_splits_.clear();
+      split_damage_.clear();
+      parked_specs_.clear();
       completed_count_ = quarantined_count_ = 0;
       open_watch(w_splits_);
     }
@@ -100,40 +103,53 @@ bool Member::drain_watches(TimePoint now) {
         slot.caught_up = true;
         continue;
       }
+      // A value that does not decode is logged once (a watch delivers each revision once) and
+      // the view stops trusting the key; healing.cpp decides what repairs it.
+      std::string error;
       try {
         handle(e);
+        continue;
       } catch (const core::RecordError& err) {
-        metrics_.unreadable_record();
-        log().warn("etlc: {}: ignoring unreadable record: {}", instance_, err.what());
+        error = err.what();
       } catch (const ConfigError& err) {
-        metrics_.unreadable_record();
-        log().warn("etlc: {}: ignoring record at '{}': {}", instance_, e.key, err.what());
+        error = fmt::format("record at '{}': {}", e.key, err.what());
       }
+      metrics_.unreadable_record();
+      log().warn("etlc: {}: unreadable record: {}", instance_, error);
+      if (e.kind == WatchEvent::Kind::put) on_unreadable(e, error, now);
     }
     if (n == kEventsPerWatchPerStep) more = true;
   };
-  drain(w_job_, [&](const WatchEvent& e) { on_job_event(e); });
+  drain(w_job_, [&](const WatchEvent& e) { on_job_event(e, now); });
   drain(w_members_, [&](const WatchEvent& e) { on_member_event(e, now); });
   drain(w_leases_, [&](const WatchEvent& e) { on_lease_event(e); });
   drain(w_assigns_, [&](const WatchEvent& e) { on_assign_event(e); });
   if (leader_) {
-    drain(w_splits_, [&](const WatchEvent& e) { on_split_event(e); });
+    drain(w_splits_, [&](const WatchEvent& e) { on_split_event(e, now); });
     drain(w_cordons_, [&](const WatchEvent& e) { on_cordon_event(e); });
   }
   return more;
 }
 
-void Member::on_job_event(const WatchEvent& e) {
+void Member::on_job_event(const WatchEvent& e, TimePoint now) {
   const bool put = e.kind == WatchEvent::Kind::put;
+  if (e.key == core::kPauseKey) {
+    on_pause_event(e);  // job_controls.cpp
+    return;
+  }
   if (e.key == core::kLeaderKey) {
     // Our own writes update the view at once; the watch echoes older events afterwards.
     if (leader_view_ && leader_view_->second > e.revision) return;
+    if (leader_damage_ && leader_damage_->rev > e.revision) return;
     if (!put) {
       leader_view_.reset();
+      leader_damage_.reset();
       if (leader_) step_down("leader record deleted");
       return;
     }
     auto rec = core::decode_leader(e.key, e.value);
+    leader_damage_.reset();
+    note_term(rec.term);
     leader_view_ = std::make_pair(rec, e.revision);
     if (leader_ && (rec.owner != instance_ || rec.nonce != nonce_))
       step_down("leader record moved");
@@ -141,11 +157,17 @@ void Member::on_job_event(const WatchEvent& e) {
   }
   if (e.key == core::kPlanKey) {
     if (plan_view_ && plan_view_->second > e.revision) return;
+    if (plan_damage_ && plan_damage_->rev > e.revision) return;
     if (!put) {
-      plan_view_.reset();
+      // The protocol never deletes the plan: keep the last one read (the leader rewrites it from
+      // there, healing.cpp) instead of forgetting the term, the tallies and the verdict.
+      log().warn("etlc: {}: the plan record was deleted", instance_);
+      plan_damage_ = Damage{e.revision, true, now, "deleted", std::nullopt};
       return;
     }
     auto rec = core::decode_plan(e.key, e.value);
+    plan_damage_.reset();
+    note_term(rec.term);
     if (rec.fingerprint != fingerprint_) {
       go_fatal(
           fmt::format("job fingerprint mismatch: the job in the store was planned with "
@@ -207,7 +229,9 @@ void Member::on_assign_event(const WatchEvent& e) {
     return;
   }
   auto rec = core::decode_assignment(e.key, e.value);
+  note_term(rec.term);
   AssignView& v = assigns_[*id];
+  v.readable = true;
   // As leader, republish when the record is not what this term published: a deposed leader
   // wrote it, or one of our own writes whose outcome was unknown landed late, after we had
   // decided otherwise (left alone, that member would follow a stale list for the whole term).
@@ -221,37 +245,25 @@ void Member::on_assign_event(const WatchEvent& e) {
   if (unexpected) assignment_dirty_ = true;
 }
 
-void Member::on_split_event(const WatchEvent& e) {
-  auto id = core::id_from_key(e.key, core::kSplitPrefix);
-  if (!id) return;
-  auto count = [&](const core::SplitRecord& r, bool add) {
-    std::uint64_t* tally = r.status == core::SplitStatus::completed     ? &completed_count_
-                           : r.status == core::SplitStatus::quarantined ? &quarantined_count_
-                                                                        : nullptr;
-    if (tally != nullptr) *tally = add ? *tally + 1 : *tally - 1;
-  };
-  auto it = splits_.find(*id);
-  if (it != splits_.end() && it->second.rev > e.revision) return;
-  if (e.kind != WatchEvent::Kind::put) {
-    unreadable_splits_.erase(*id);
-    if (it != splits_.end()) {
-      count(it->second.rec, false);
-      splits_.erase(it);
-      assignment_dirty_ = true;
-    }
-    return;
+void Member::count_split(const core::SplitRecord& r, bool add) {
+  std::uint64_t* tally = r.status == core::SplitStatus::completed     ? &completed_count_
+                         : r.status == core::SplitStatus::quarantined ? &quarantined_count_
+                                                                      : nullptr;
+  if (tally != nullptr) *tally = add ? *tally + 1 : *tally - 1;
+}
+
+void Member::put_split_view(const std::string& id, core::SplitRecord rec, Revision rev) {
+  split_damage_.erase(id);
+  if (core::parked_for_spec(rec)) {
+    parked_specs_.insert(id);
+  } else {
+    parked_specs_.erase(id);
+    unrepairable_.erase(id);
   }
-  core::SplitRecord rec;
-  try {
-    rec = core::decode_split(e.key, e.value);
-  } catch (const core::RecordError&) {
-    unreadable_splits_.insert(*id);
-    throw;  // counted and logged by drain_watches; the view keeps the last readable record
-  }
-  unreadable_splits_.erase(*id);
+  auto it = splits_.find(id);
   if (it == splits_.end()) {
-    count(rec, true);
-    splits_.emplace(*id, SplitView{std::move(rec), e.revision});
+    count_split(rec, true);
+    splits_.emplace(id, SplitView{std::move(rec), rev});
     assignment_dirty_ = true;
     return;
   }
@@ -260,9 +272,37 @@ void Member::on_split_event(const WatchEvent& e) {
       it->second.rec.weight != rec.weight) {
     assignment_dirty_ = true;
   }
-  count(it->second.rec, false);
-  count(rec, true);
-  it->second = SplitView{std::move(rec), e.revision};
+  count_split(it->second.rec, false);
+  count_split(rec, true);
+  it->second = SplitView{std::move(rec), rev};
+}
+
+void Member::on_split_event(const WatchEvent& e, TimePoint now) {
+  auto id = core::id_from_key(e.key, core::kSplitPrefix);
+  if (!id) return;
+  auto it = splits_.find(*id);
+  if (it != splits_.end() && it->second.rev > e.revision) return;
+  if (e.kind != WatchEvent::Kind::put) {
+    // Split records are never deleted: damage, rebuilt by heal_splits() from the last record.
+    auto d = split_damage_.find(*id);
+    if (d != split_damage_.end() && d->second.rev > e.revision) return;
+    if (it == splits_.end() && d == split_damage_.end()) return;  // never known: nothing to keep
+    Damage damage{e.revision, true, now, "deleted", std::nullopt};
+    if (it != splits_.end()) {
+      damage.last = it->second.rec;
+      count_split(it->second.rec, false);
+      parked_specs_.erase(*id);
+      splits_.erase(it);
+    } else {
+      damage.last = d->second.last;
+    }
+    log().warn("etlc: {}: split record '{}' was deleted", instance_, *id);
+    split_damage_[*id] = std::move(damage);
+    assignment_dirty_ = true;
+    return;
+  }
+  // Unreadable values throw here and reach on_unreadable(); the view keeps the last readable one.
+  put_split_view(*id, core::decode_split(e.key, e.value), e.revision);
 }
 
 void Member::on_cordon_event(const WatchEvent& e) {
@@ -275,6 +315,63 @@ void Member::on_cordon_event(const WatchEvent& e) {
     cordons_.erase(*id);
   }
   assignment_dirty_ = true;
+}
+
+void Member::on_unreadable(const WatchEvent& e, const std::string& error, TimePoint now) {
+  auto damage = [&] { return Damage{e.revision, false, now, error, std::nullopt}; };
+  if (e.key == core::kLeaderKey) {
+    if (leader_view_ && leader_view_->second > e.revision) return;
+    // Nobody can tell who leads: the leader rewrites its own record, others remove it after a
+    // lease (liveness.cpp) so that an election can happen.
+    leader_view_.reset();
+    leader_damage_ = damage();
+    return;
+  }
+  if (e.key == core::kPlanKey) {
+    if (plan_view_ && plan_view_->second > e.revision) return;
+    plan_damage_ = damage();  // plan_view_ keeps the last readable plan; the leader rewrites it
+    return;
+  }
+  if (auto id = core::id_from_key(e.key, core::kMemberPrefix)) {
+    auto it = members_.find(*id);
+    if (it != members_.end() && it->second.rev > e.revision) return;
+    // Unchanged from here on unless its owner replaces it: expired after a lease like any
+    // session that stopped renewing. A key never seen readable vouches for nothing (no nonce, no
+    // fingerprint, no lanes) while it waits.
+    MemberView& v = members_[*id];
+    if (it == members_.end()) {
+      v.rec.instance = *id;
+      v.rec.lease_ms = static_cast<std::uint64_t>(config_.lease_duration.count());
+    }
+    v.rev = e.revision;
+    v.changed_at = now;
+    return;
+  }
+  if (auto id = core::id_from_key(e.key, core::kLeasePrefix)) {
+    // An unreadable lease names no session, so it protects nothing: a claimer removes it.
+    leases_.erase(*id, e.revision);
+    claim_retry_at_.erase(*id);
+    if (leader_) assignment_dirty_ = true;
+    return;
+  }
+  if (auto id = core::id_from_key(e.key, core::kAssignPrefix)) {
+    AssignView& v = assigns_[*id];
+    if (v.rev > e.revision) return;
+    v.rec = core::AssignmentRecord{*id, 0, {}};
+    v.rev = e.revision;
+    v.readable = false;  // no instruction for its member; the leader republishes over it
+    if (leader_) assignment_dirty_ = true;
+    return;
+  }
+  if (auto id = core::id_from_key(e.key, core::kSplitPrefix)) {
+    if (!leader_) return;
+    split_damage_[*id] = damage();
+    assignment_dirty_ = true;
+    return;
+  }
+  if (auto id = core::id_from_key(e.key, core::kCordonPrefix)) {
+    if (cordons_.erase(*id) > 0) assignment_dirty_ = true;  // unreadable: as if absent
+  }
 }
 
 bool Member::session_live(const std::string& instance, const std::string& nonce) const {

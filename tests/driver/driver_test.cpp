@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <set>
 
 #include "driver/scripted.hpp"
 #include "etlc/clock.hpp"
@@ -293,7 +294,7 @@ TEST_F(DriverTest, all_complete_ends_the_run_and_shuts_the_member_down) {
 }
 
 TEST_F(DriverTest, a_stall_fails_by_default) {
-  member->push(Stalled{3, 1});
+  member->push(Stalled{3, 1, {}});
   auto r = steps(2);
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->exit, DriverExit::stalled);
@@ -306,11 +307,75 @@ TEST_F(DriverTest, a_stall_drains_with_a_warning_when_configured) {
   auto o = options();
   o.on_stall = StallPolicy::drain_with_warning;
   make(o);
-  member->push(Stalled{3, 1});
+  member->push(Stalled{3, 1, {}});
   auto r = steps(2);
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->exit, DriverExit::stalled_drained);
   EXPECT_TRUE(r->ok());
+}
+
+TEST_F(DriverTest, a_planner_failure_fails_even_under_drain_with_warning) {
+  auto o = options();
+  o.on_stall = StallPolicy::drain_with_warning;
+  make(o);
+  member->push(Stalled{0, 0, "the planner failed 10 times in a row; last error: bucket gone"});
+  auto r = steps(2);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->exit, DriverExit::stalled);
+  EXPECT_FALSE(r->ok());
+  EXPECT_EQ(r->exit_code(), exit_codes::stalled);
+  EXPECT_NE(r->message.find("bucket gone"), std::string::npos) << r->message;
+}
+
+TEST_F(DriverTest, exit_codes_tell_a_supervisor_what_happened) {
+  auto code = [](DriverExit e) { return DriverResult{e, {}}.exit_code(); };
+  EXPECT_EQ(code(DriverExit::completed), 0);
+  EXPECT_EQ(code(DriverExit::stopped), 0) << "a graceful stop is a success";
+  EXPECT_EQ(code(DriverExit::stalled_drained), 0);
+  EXPECT_EQ(code(DriverExit::fatal), exit_codes::fatal);
+  EXPECT_EQ(code(DriverExit::bad_config), exit_codes::bad_config);
+  EXPECT_EQ(code(DriverExit::stalled), exit_codes::stalled);
+  EXPECT_EQ(code(DriverExit::aborted), exit_codes::aborted);
+  const std::set<int> distinct{exit_codes::ok, exit_codes::fatal, exit_codes::bad_config,
+                               exit_codes::stalled, exit_codes::aborted};
+  EXPECT_EQ(distinct.size(), 5u);
+  EXPECT_TRUE((DriverResult{DriverExit::stopped, {}}.ok()));
+  EXPECT_EQ(exit_codes::exit_code_for(ConfigError("x")), exit_codes::bad_config);
+  EXPECT_EQ(exit_codes::exit_code_for(StoreError(StoreErrc::unavailable, "x")), exit_codes::fatal);
+}
+
+// A member whose start() refuses the configuration (what Coordinator::start does when the job
+// was planned with another fingerprint).
+class RefusingMember final : public ScriptedMember {
+ public:
+  void start() override { throw ConfigError("job fingerprint mismatch"); }
+};
+
+TEST(DriverRun, a_configuration_refused_at_start_is_bad_config) {
+  Driver d(std::make_shared<RefusingMember>(), std::make_shared<ScriptedSource>());
+  DriverResult r = d.run();
+  EXPECT_EQ(r.exit, DriverExit::bad_config);
+  EXPECT_EQ(r.exit_code(), exit_codes::bad_config);
+  EXPECT_NE(r.message.find("fingerprint"), std::string::npos) << r.message;
+}
+
+TEST_F(DriverTest, a_regrant_after_someone_elses_tenancy_resumes_from_the_grant_even_if_lower) {
+  // Our lane of epoch 1 commits 3 and is drained. The split is then set back (etlc seek bumps
+  // the epoch to 2) and granted to us again at epoch 3 with watermark 1: the grant is the truth.
+  source->script("s1", lane(1000));
+  member->push(grant("s1", 1));
+  steps(3);
+  clock.advance(1000ms);
+  steps(1);
+  ASSERT_EQ(member->calls("commit").size(), 1u);
+  member->push(RevokeRequested{"s1", 10s, 1});
+  steps(3);
+  ASSERT_EQ(journal_for("s1").back(), "close s1 drained");
+  member->push(grant("s1", 3, 1));
+  steps(2);
+  auto j = journal_for("s1");
+  EXPECT_NE(std::find(j.begin(), j.end(), "open s1@1"), j.end())
+      << "a later tenancy resumes from its grant, not from our older commit";
 }
 
 TEST_F(DriverTest, fatal_stops_every_lane_at_once) {
@@ -340,6 +405,8 @@ TEST_F(DriverTest, a_stop_request_drains_and_commits_every_lane_then_shuts_down)
   auto r = steps(3);
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->exit, DriverExit::stopped);
+  EXPECT_TRUE(r->ok()) << "a requested graceful stop is what the caller wanted";
+  EXPECT_EQ(r->exit_code(), 0);
   EXPECT_EQ(member->calls("commit").size(), 2u) << "each lane's final progress is committed";
   EXPECT_TRUE(member->calls("release_drained").empty()) << "the member's shutdown releases";
   EXPECT_EQ(member->ops().back(), "shutdown");

@@ -103,7 +103,8 @@ int run_with_input_changing_underneath(const std::filesystem::path& dir, bool dr
 
 TEST(FileBackfillE2E, input_changed_under_the_job_stalls_it_and_the_run_fails) {
   ScratchDir d("e2e-stall");
-  EXPECT_EQ(run_with_input_changing_underneath(d.path(), false), 1)
+  EXPECT_EQ(run_with_input_changing_underneath(d.path(), false), 3)
+      << "exit code 3: stalled\n"
       << read_text(d.path() / "run.log");
   const std::string log = read_text(d.path() / "run.log");
   EXPECT_NE(log.find("error: member-0: stalled: the job stalled"), std::string::npos) << log;

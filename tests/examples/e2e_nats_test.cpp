@@ -8,12 +8,17 @@
 
 #include <csignal>
 #include <filesystem>
+#include <functional>
+#include <memory>
+
+#include <fmt/format.h>
 
 #include "core/keys.hpp"
 #include "core/records.hpp"
 #include "etlc/nats_store.hpp"
 #include "examples/child_process.hpp"
 #include "examples/temp_dir.hpp"
+#include "nats/nats_test_env.hpp"
 #include "support/nats_server.hpp"
 
 namespace fb::testing {
@@ -139,6 +144,113 @@ TEST(FileBackfillNatsE2E, three_processes_one_killed_one_paused_past_its_lease_v
   EXPECT_EQ(all.garbage_total, 0u);
 }
 
+// Three file-backfill processes on `store_url` (one server, or a cluster's comma-separated URLs
+// with an R3 bucket); once all joined and each took splits, `disturb` runs. Every process must
+// exit 0 and verify must pass. `diagnostics` adds the servers' state to failure messages.
+void three_processes_survive(const std::string& store_url, int replicas, const std::string& job,
+                             const std::function<void()>& disturb,
+                             const std::function<std::string()>& diagnostics) {
+  ScratchDir d("e2e-nats-chaos");
+  const auto in = (d.path() / "in").string();
+  const fs::path out = d.path() / "out";
+  ASSERT_EQ(run_to_end({kBin, "generate", "--output", in, "--files", "12", "--total-bytes",
+                        "2400000", "--seed", "11"},
+                       d.path() / "generate.log"),
+            0);
+  auto args = [&](const std::string& id) {
+    return std::vector<std::string>{kBin,
+                                    "run",
+                                    "--input",
+                                    in,
+                                    "--output",
+                                    out.string(),
+                                    "--store",
+                                    store_url,
+                                    "--replicas",
+                                    std::to_string(replicas),
+                                    "--job",
+                                    job,
+                                    "--instance",
+                                    id,
+                                    "--max-in-flight",
+                                    "2",
+                                    "--split-bytes",
+                                    "150000",
+                                    "--lease-ms",
+                                    "2000",
+                                    "--rebalance-delay-ms",
+                                    "500",
+                                    "--commit-interval-ms",
+                                    "100",
+                                    "--throttle-bytes-per-s",
+                                    "250000",
+                                    "--progress",
+                                    "plain"};
+  };
+  std::vector<std::unique_ptr<ChildProcess>> procs;
+  for (const char* id : {"p0", "p1", "p2"}) {
+    procs.push_back(
+        std::make_unique<ChildProcess>(args(id), d.path() / (std::string(id) + ".log")));
+  }
+  auto logs = [&] {
+    std::string text;
+    for (const char* id : {"p0", "p1", "p2"}) {
+      text += fmt::format("--- {} ---\n{}", id, read_text(d.path() / (std::string(id) + ".log")));
+    }
+    return text + "\n" + diagnostics();
+  };
+  auto joined = [&](const char* id) {
+    return read_text(d.path() / (std::string(id) + ".log")).find(" member on nats://") !=
+           std::string::npos;
+  };
+  const auto until = std::chrono::steady_clock::now() + 60s;
+  while ((data_files(out) < 6 || !joined("p0") || !joined("p1") || !joined("p2")) &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_TRUE(joined("p0") && joined("p1") && joined("p2")) << logs();
+  ASSERT_FALSE(procs[0]->wait_for(0ms).has_value()) << "finished too early\n" << logs();
+  disturb();
+  for (auto& p : procs) {
+    auto rc = p->wait_for(180s);
+    ASSERT_TRUE(rc.has_value()) << logs();
+    EXPECT_EQ(*rc, 0) << logs();
+  }
+  ASSERT_EQ(run_to_end({kBin, "verify", "--input", in, "--output", out.string()},
+                       d.path() / "verify.log"),
+            0)
+      << read_text(d.path() / "verify.log") << logs();
+  EXPECT_NE(read_text(d.path() / "verify.log").find("missing 0"), std::string::npos);
+}
+
+TEST(FileBackfillNatsE2E, a_server_restart_mid_job_verify_passes) {
+  etlc::testing::NatsServer server;
+  three_processes_survive(
+      server.url(), 1, "restart", [&] { server.restart(); }, [&] { return server.diagnostics(); });
+}
+
+TEST(FileBackfillNatsE2E, a_3_node_cluster_with_the_stream_leader_killed_mid_job_verify_passes) {
+  etlc::testing::NatsCluster cluster(3);
+  std::string urls;
+  for (const auto& u : cluster.urls()) urls += (urls.empty() ? "" : ",") + u;
+  auto diagnostics = [&] {
+    std::string text;
+    for (std::size_t i = 0; i < cluster.size(); ++i) text += cluster.node(i).diagnostics(1500);
+    return text;
+  };
+  three_processes_survive(
+      urls, 3, "cluster",
+      [&] {
+        auto leader = etlc::testing::stream_leader(
+            cluster.urls(), etlc::NatsStoreOptions::bucket_for_job("cluster"));
+        ASSERT_TRUE(leader.has_value()) << diagnostics();
+        auto idx = cluster.index_of(*leader);
+        ASSERT_TRUE(idx.has_value()) << *leader;
+        cluster.node(*idx).kill(SIGKILL);
+      },
+      diagnostics);
+}
+
 TEST(FileBackfillNatsE2E, a_late_member_exits_0_and_one_on_different_input_is_refused) {
   etlc::testing::NatsServer server;
   ScratchDir d("e2e-nats-fp");
@@ -163,7 +275,9 @@ TEST(FileBackfillNatsE2E, a_late_member_exits_0_and_one_on_different_input_is_re
   EXPECT_EQ(run_to_end(args("1", "out1"), d.path() / "late.log"), 0)
       << read_text(d.path() / "late.log");
   EXPECT_NE(read_text(d.path() / "late.log").find("job complete"), std::string::npos);
-  EXPECT_EQ(run_to_end(args("2", "out2"), d.path() / "second.log"), 1);
+  EXPECT_EQ(run_to_end(args("2", "out2"), d.path() / "second.log"), 2)
+      << "a fingerprint mismatch is bad configuration\n"
+      << read_text(d.path() / "second.log");
   const std::string log = read_text(d.path() / "second.log");
   EXPECT_NE(log.find("error: "), std::string::npos) << log;
   EXPECT_NE(log.find("fingerprint"), std::string::npos) << log;
@@ -212,9 +326,22 @@ TEST(FileBackfillNatsE2E, sigterm_stops_gracefully_and_releases_every_split_atte
   auto rc0 = p0.wait_for(30s);
   const std::string log0 = read_text(d.path() / "p0.log");
   ASSERT_TRUE(rc0.has_value()) << log0;
-  EXPECT_EQ(*rc0, 128 + SIGTERM) << log0;
+  EXPECT_EQ(*rc0, 0) << "a graceful stop on SIGTERM is a success for a supervisor\n" << log0;
   EXPECT_NE(log0.find("stopping gracefully"), std::string::npos) << log0;
   EXPECT_NE(log0.find("job interrupted"), std::string::npos) << log0;
+  {
+    // p0 is gone and held nothing: no lease, no record naming it as owner, no session.
+    etlc::NatsStoreOptions o;
+    o.servers = {server.url()};
+    o.job = "sig";
+    o.probe_on_open = false;
+    auto store = etlc::NatsStore::open(o);
+    EXPECT_TRUE(store->list(etlc::core::kLeasePrefix).empty()) << "every split was released";
+    EXPECT_FALSE(store->get(etlc::core::member_key("p0")).has_value());
+    for (const etlc::Entry& e : store->list(etlc::core::kSplitPrefix)) {
+      EXPECT_FALSE(etlc::core::decode_split(e.key, e.value).owner.has_value()) << e.key;
+    }
+  }
 
   // Another member finishes the job; the splits p0 held were released, not taken over.
   ASSERT_EQ(run_to_end(args("p1", "0"), d.path() / "p1.log"), 0) << read_text(d.path() / "p1.log");
@@ -244,12 +371,53 @@ TEST(FileBackfillNatsE2E, an_unreachable_store_is_one_clear_line) {
   const int port = etlc::testing::pick_free_port();
   EXPECT_EQ(run_to_end({kBin, "run", "--input", (d.path() / "in").string(), "--output",
                         (d.path() / "out").string(), "--store",
-                        "nats://127.0.0.1:" + std::to_string(port)},
+                        "nats://127.0.0.1:" + std::to_string(port), "--startup-wait-ms", "0"},
                        d.path() / "run.log"),
             2);
   const std::string log = read_text(d.path() / "run.log");
   EXPECT_EQ(log.rfind("error: cannot use the store at nats://127.0.0.1:", 0), 0u) << log;
   EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 1) << log;
+}
+
+TEST(FileBackfillNatsE2E, a_member_started_before_its_server_joins_when_it_comes_up) {
+  ScratchDir d("e2e-nats-late-server");
+  const auto in = (d.path() / "in").string();
+  const fs::path out = d.path() / "out";
+  ASSERT_EQ(run_to_end({kBin, "generate", "--output", in, "--files", "4", "--total-bytes", "200000",
+                        "--seed", "3"},
+                       d.path() / "generate.log"),
+            0);
+  const int port = etlc::testing::pick_free_port();
+  ChildProcess member(
+      {kBin, "run", "--input", in, "--output", out.string(), "--store",
+       "nats://127.0.0.1:" + std::to_string(port), "--job", "late", "--instance", "early",
+       "--lease-ms", "1500", "--progress", "plain", "--startup-wait-ms", "60000"},
+      d.path() / "member.log");
+  // The member is up and retrying (one warning per attempt) before any server exists.
+  const auto until = std::chrono::steady_clock::now() + 30s;
+  while (read_text(d.path() / "member.log").find("not reachable yet (attempt 2") ==
+             std::string::npos &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_NE(read_text(d.path() / "member.log").find("not reachable yet (attempt 2"),
+            std::string::npos)
+      << read_text(d.path() / "member.log");
+  ASSERT_FALSE(member.wait_for(0ms).has_value()) << read_text(d.path() / "member.log");
+
+  etlc::testing::NatsServerConfig config;
+  config.port = port;
+  etlc::testing::NatsServer server(config);
+  auto rc = member.wait_for(90s);
+  const std::string log = read_text(d.path() / "member.log");
+  ASSERT_TRUE(rc.has_value()) << log << server.diagnostics();
+  EXPECT_EQ(*rc, 0) << log;
+  EXPECT_NE(log.find("connected on attempt"), std::string::npos) << log;
+  EXPECT_NE(log.find("job complete"), std::string::npos) << log;
+  EXPECT_EQ(run_to_end({kBin, "verify", "--input", in, "--output", out.string()},
+                       d.path() / "verify.log"),
+            0)
+      << read_text(d.path() / "verify.log");
 }
 
 }  // namespace

@@ -212,7 +212,7 @@ TEST(NatsFaults, WrongPasswordOrNoCredentialsIsAClearConfigError) {
   o.user = "app";
   o.password = "pw-wrong-4711";
   std::string msg = config_error(o);
-  EXPECT_THAT(msg, HasSubstr("authentication failed with user/password"));
+  EXPECT_THAT(msg, HasSubstr("authentication failed with user/password (user 'app')"));
   EXPECT_THAT(msg, Not(HasSubstr("pw-wrong-4711")));
 
   NatsStoreOptions none = test_options({server.url()}, unique_bucket());
@@ -223,7 +223,11 @@ TEST(NatsFaults, WrongPasswordOrNoCredentialsIsAClearConfigError) {
   NatsStoreOptions in_url = test_options(
       {"nats://app:pw-url-0815@127.0.0.1:" + std::to_string(server.port())}, unique_bucket());
   in_url.connect_timeout_ms = 2000;
-  EXPECT_THAT(config_error(in_url), Not(HasSubstr("pw-url-0815")));
+  const std::string url_msg = config_error(in_url);
+  EXPECT_THAT(url_msg, Not(HasSubstr("pw-url-0815")));
+  // The message says which credentials were refused: those of the URL, not "none".
+  EXPECT_THAT(url_msg, HasSubstr("user/password in the server URL (user 'app')"));
+  EXPECT_THAT(url_msg, Not(HasSubstr("no credentials")));
 
   o.password = "s3cret-right";
   NatsStore ok(o);

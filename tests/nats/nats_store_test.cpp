@@ -37,6 +37,34 @@ StoreErrc code_of(const std::function<void()>& f) {
   return StoreErrc::closed;
 }
 
+// One limit (etlc/store.hpp): a foreign client can store a value up to kMaxStoredValueBytes,
+// which members read (an unreadable record heals); the stream refuses anything larger.
+TEST(NatsStoreLimits, TheStreamRefusesAnyValueLargerThanAMemberReads) {
+  const std::string bucket = unique_bucket();
+  NatsStore store(options_for(bucket));
+  EXPECT_NO_THROW(
+      raw_put(shared_server().url(), bucket, "big", std::string(kMaxStoredValueBytes - 64, 'x')));
+  auto e = store.get("big");
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->value.size(), kMaxStoredValueBytes - 64);
+  EXPECT_THROW(
+      raw_put(shared_server().url(), bucket, "huge", std::string(kMaxStoredValueBytes + 1, 'x')),
+      std::runtime_error);
+  EXPECT_FALSE(store.get("huge").has_value());
+}
+
+// Opening a bucket again and again (every member start) must leave nothing behind: the open-time
+// probe purges its scratch key, and a member's own probe reuses one key per instance id.
+TEST(NatsStoreProbe, RestartsLeaveNoProbeMarkersBehind) {
+  const std::string bucket = unique_bucket();
+  for (int i = 0; i < 4; ++i) {
+    NatsStore store(options_for(bucket));
+    EXPECT_EQ(verify_fencing(store, "etlc-probe.m1."), "etlc-probe.m1.probe");
+  }
+  EXPECT_EQ(subject_count({shared_server().url()}, bucket, "_etlc_probe.>"), 0u);
+  EXPECT_EQ(subject_count({shared_server().url()}, bucket, "etlc-probe.>"), 1u);
+}
+
 std::string incompatibility(NatsStoreOptions o) {
   try {
     NatsStore store(std::move(o));
@@ -59,7 +87,7 @@ TEST(NatsStore, OpenCreatesTheBucketWithTheProtocolSettings) {
   EXPECT_EQ(s->replicas, 1);
   EXPECT_TRUE(s->file_storage);
   EXPECT_EQ(s->max_age_ns, 0);
-  EXPECT_GE(s->max_msg_size, static_cast<std::int64_t>(kMaxValueBytes));
+  EXPECT_EQ(s->max_msg_size, static_cast<std::int64_t>(kMaxStoredValueBytes));
   // The probe ran and cleaned up after itself: nothing is live.
   EXPECT_TRUE(store.list("").empty());
 }

@@ -36,6 +36,7 @@ NatsStoreOptions test_options(std::vector<std::string> servers, std::string buck
   o.connect_timeout_ms = 10'000;
   o.op_timeout_ms = 2'000;
   o.reconnect_wait_ms = 50;
+  o.startup_wait_ms = 0;  // these tests want an unreachable server to fail at once
   return o;
 }
 
@@ -147,6 +148,39 @@ void purge_key(const std::string& url, const std::string& bucket, const std::str
   if (s == NATS_OK) s = kvStore_Purge(kv, key.c_str(), nullptr);
   kvStore_Destroy(kv);
   if (s != NATS_OK) throw std::runtime_error(std::string("purge: ") + natsStatus_GetText(s));
+}
+
+std::size_t subject_count(const std::vector<std::string>& servers, const std::string& bucket,
+                          const std::string& filter) {
+  Conn c(servers);
+  jsOptions jo;
+  jsOptions_Init(&jo);
+  const std::string subjects = "$KV." + bucket + "." + filter;
+  jo.Stream.Info.SubjectsFilter = subjects.c_str();
+  jsStreamInfo* si = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  natsStatus s = js_GetStreamInfo(&si, c.js, ("KV_" + bucket).c_str(), &jo, &jerr);
+  if (s != NATS_OK) throw std::runtime_error(std::string("stream info: ") + natsStatus_GetText(s));
+  const std::size_t n =
+      si->State.Subjects == nullptr ? 0 : static_cast<std::size_t>(si->State.Subjects->Count);
+  jsStreamInfo_Destroy(si);
+  return n;
+}
+
+void raw_put(const std::string& url, const std::string& bucket, const std::string& key,
+             const std::string& value) {
+  Conn c({url});
+  kvStore* kv = nullptr;
+  natsStatus s = js_KeyValue(&kv, c.js, bucket.c_str());
+  std::uint64_t rev = 0;
+  if (s == NATS_OK) {
+    s = kvStore_Put(&rev, kv, key.c_str(), value.data(), static_cast<int>(value.size()));
+  }
+  kvStore_Destroy(kv);
+  if (s != NATS_OK) {
+    throw std::runtime_error(std::string("put: ") + natsStatus_GetText(s) + ": " +
+                             nats_GetLastError(nullptr));
+  }
 }
 
 bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {

@@ -52,6 +52,16 @@ struct StreamSettings {
 std::optional<StreamSettings> stream_settings(const std::vector<std::string>& servers,
                                               const std::string& bucket);
 
+// Puts `value` at `key` with nats.c's kvStore_Put (no headers, no guard), as a foreign client
+// would. Throws std::runtime_error if the server refuses it (e.g. over the bucket's size limit).
+void raw_put(const std::string& url, const std::string& bucket, const std::string& key,
+             const std::string& value);
+
+// How many subjects of bucket `bucket` matching `$KV.<bucket>.<filter>` hold a message (live
+// values and delete markers alike), as the server's stream info reports them.
+std::size_t subject_count(const std::vector<std::string>& servers, const std::string& bucket,
+                          const std::string& filter);
+
 // Purges `key` with nats.c's kvStore_Purge (a PURGE marker), as an operator tool would.
 void purge_key(const std::string& url, const std::string& bucket, const std::string& key);
 

@@ -2,7 +2,9 @@
 // each record kind, and that garbage in any prefix is reported, never thrown.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <thread>
 
 #include "core/keys.hpp"
 #include "core/records.hpp"
@@ -275,6 +277,83 @@ TEST_F(AdminRecords, garbage_in_every_prefix_is_reported_and_the_rest_still_read
   ASSERT_EQ(listing.rows.size(), 1u);
   EXPECT_EQ(listing.rows[0].id, "s1");
   EXPECT_EQ(listing.garbage_total, 2u);  // split.s2 and lease.=ZZ
+}
+
+// Specs are what a stalled split waits on, and a key outside every family is someone's
+// mistake: status() lists both with their reasons (issue 18).
+TEST_F(AdminRecords, unreadable_specs_and_keys_outside_the_layout_are_reported) {
+  plan(1);
+  put(core::spec_key("ok"), core::SpecRecord{SplitSpec{"ok", "d", 1}});
+  put_raw(core::spec_key("bad"), "{\"v\":2}");
+  put_raw("stray", "x");
+  put_raw("other.thing", "{}");
+  put_raw("etlc-probe.m1.probe", "probe-1-token");  // a store's own scratch key: in the layout
+  JobAdmin admin(store, clock);
+  const JobStatus st = admin.status();
+  std::vector<std::string> keys;
+  for (const auto& g : st.garbage) keys.push_back(g.key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"other.thing", "spec.bad", "stray"}));
+  for (const auto& g : st.garbage) {
+    if (g.key != "spec.bad") {
+      EXPECT_EQ(g.error, "not a key of the job layout");
+    }
+  }
+}
+
+TEST_F(AdminRecords, repair_rebuilds_an_unreadable_split_record_from_its_spec_above_every_epoch) {
+  plan(7);
+  put(core::spec_key("s1"), core::SpecRecord{SplitSpec{"s1", "d", 42}});
+  put_raw(core::split_key("s1"), "{garbage");
+  JobAdmin admin(store, clock);
+  EXPECT_EQ(admin.requeue(std::vector<std::string>{"s1"})[0].detail.find("etlc repair s1") !=
+                std::string::npos,
+            true);
+  const RepairResult r = admin.repair("s1", 0ms);
+  ASSERT_EQ(r.outcome, RepairOutcome::rebuilt) << r.detail;
+  const auto rec =
+      core::decode_split(core::split_key("s1"), store.get(core::split_key("s1"))->value);
+  EXPECT_EQ(rec.status, core::SplitStatus::runnable);
+  EXPECT_EQ(rec.weight, 42u);
+  EXPECT_EQ(rec.progress.watermark, 0u);
+  EXPECT_FALSE(rec.owner.has_value());
+  EXPECT_EQ(rec.epoch, r.epoch_after);
+  EXPECT_GT(rec.epoch, std::uint64_t{7} << 32) << "above every epoch of the plan's term";
+  EXPECT_EQ(admin.repair("s1", 0ms).outcome, RepairOutcome::readable);
+  // A missing record is rebuilt the same way.
+  ASSERT_TRUE(store.erase(core::split_key("s1"), store.get(core::split_key("s1"))->revision).ok);
+  EXPECT_EQ(admin.repair("s1", 0ms).outcome, RepairOutcome::rebuilt);
+}
+
+TEST_F(AdminRecords, repair_refuses_without_a_readable_spec_and_while_a_live_member_holds_it) {
+  plan(1);
+  put_raw(core::split_key("s1"), "{garbage");
+  JobAdmin admin(store, clock);
+  EXPECT_EQ(admin.repair("s1", 0ms).outcome, RepairOutcome::no_spec);
+  put_raw(core::spec_key("s1"), "{also garbage");
+  const RepairResult unreadable_spec = admin.repair("s1", 0ms);
+  EXPECT_EQ(unreadable_spec.outcome, RepairOutcome::no_spec);
+  EXPECT_NE(unreadable_spec.detail.find("spec.s1"), std::string::npos) << unreadable_spec.detail;
+
+  // A lease of a member whose session keeps renewing: held.
+  put_raw(core::split_key("s2"), "{garbage");
+  put(core::spec_key("s2"), core::SpecRecord{SplitSpec{"s2", "d", 1}});
+  member("a", 2);
+  lease("s2", "a");
+  std::atomic<bool> stop{false};
+  std::thread renew([&] {
+    for (std::uint64_t c = 1; !stop; ++c) {
+      auto cur = store.get(core::member_key("a"));
+      store.update(core::member_key("a"),
+                   core::encode(core::MemberRecord{"a", "nonce-a", "fp", 2, c, 3000}),
+                   cur->revision);
+      std::this_thread::sleep_for(5ms);
+    }
+  });
+  const RepairResult held = admin.repair("s2", 2000ms);
+  stop = true;
+  renew.join();
+  EXPECT_EQ(held.outcome, RepairOutcome::held) << held.detail;
+  EXPECT_EQ(held.holder, "a");
 }
 
 TEST_F(AdminRecords, garbage_reports_are_bounded_but_counted) {

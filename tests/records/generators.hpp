@@ -122,7 +122,9 @@ inline core::PlanRecord plan_record() {
   r.cursor = maybe(text());
   r.completed = *u64();
   r.quarantined = *u64();
-  r.verdict = any_of({core::Verdict::running, core::Verdict::complete, core::Verdict::stalled});
+  r.verdict = any_of({core::Verdict::running, core::Verdict::complete, core::Verdict::stalled,
+                      core::Verdict::failed});
+  r.message = maybe(text());
   return r;
 }
 
@@ -165,6 +167,10 @@ inline core::AssignmentRecord assignment_record() {
 
 inline core::CordonRecord cordon_record() {
   return {*id(), *text()};
+}
+
+inline core::PauseRecord pause_record() {
+  return {*text(), *text(), *u64()};
 }
 
 }  // namespace etlc::testgen

@@ -58,6 +58,11 @@ RC_GTEST_PROP(RecordProperties, CordonRoundTrips, ()) {
   RC_ASSERT(decode_cordon(cordon_key(r.instance), encode(r)) == r);
 }
 
+RC_GTEST_PROP(RecordProperties, PauseRoundTrips, ()) {
+  const auto r = t::pause_record();
+  RC_ASSERT(decode_pause(kPauseKey, encode(r)) == r);
+}
+
 // One record type: how to draw a valid record, its key and bytes, and how to decode and
 // re-encode whatever a decoder accepts.
 struct Codec {
@@ -100,6 +105,9 @@ const std::vector<Codec>& codecs() {
       make_codec<CordonRecord>(
           "cordon", t::cordon_record, [](const auto& r) { return cordon_key(r.instance); },
           decode_cordon),
+      make_codec<PauseRecord>(
+          "pause", t::pause_record, [](const auto&) { return std::string(kPauseKey); },
+          decode_pause),
   };
   return all;
 }

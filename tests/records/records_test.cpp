@@ -433,9 +433,12 @@ TEST(RecordErrors, TooLarge) {
   EXPECT_EQ(f.key, "assign.m1");
   EXPECT_NE(f.message.find("more than kMaxValueBytes (524288)"), std::string::npos) << f.message;
 
-  const std::string huge(kMaxValueBytes + 1, ' ');
+  // Decoders read anything a store can hold (kMaxStoredValueBytes), nothing larger.
+  const std::string huge(kMaxStoredValueBytes + 1, ' ');
   expect_failure([&] { decode_split(kSplitKey, huge); }, RecordErrc::too_large,
-                 "exceeds kMaxValueBytes");
+                 "exceeds kMaxStoredValueBytes");
+  const std::string stored(kMaxStoredValueBytes, ' ');
+  expect_failure([&] { decode_split(kSplitKey, stored); }, RecordErrc::malformed, "");
 }
 
 TEST(RecordEncoding, RefusesWhatTheDecoderWouldRefuse) {

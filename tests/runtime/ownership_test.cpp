@@ -493,32 +493,5 @@ TEST(Ownership, a_deleted_split_record_is_retryable_until_seen_absent_three_time
   EXPECT_EQ(a.count<Fatal>(), 0u);
 }
 
-TEST(Ownership,
-     a_split_record_deleted_by_hand_holds_assignment_for_a_lease_then_the_leader_goes_on) {
-  auto planner = std::make_shared<TestPlanner>(make_splits(4, 10));
-  Fleet fleet(planner);
-  auto cfg = [](CoordinatorConfig& c) {
-    c.rebalance_delay = 0ms;
-    c.lease_duration = 3000ms;
-  };
-  Node& a = fleet.add("a", cfg);
-  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && a.held().size() == 4; }));
-  // Records are never deleted, so the leader's view now looks like a snapshot that ended early:
-  // it must not assign from it (that would revoke splits from live owners) ...
-  const std::string gone = "s003";
-  auto rec = fleet.mem->get(core::split_key(gone));
-  ASSERT_TRUE(rec);
-  ASSERT_TRUE(fleet.mem->erase(core::split_key(gone), rec->revision).ok);
-  Node& b = fleet.add("b", cfg);
-  fleet.run_for(2000ms);
-  EXPECT_TRUE(b.held().empty()) << "assigned from a short split view";
-  EXPECT_EQ(a.held().size(), 4u);
-  // ... until a fresh snapshot after a lease shows the records really are gone.
-  ASSERT_TRUE(fleet.run_until([&] { return !b.held().empty(); }, 20s));
-  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }, 20s));
-  EXPECT_FALSE(a.held().count(gone) || b.held().count(gone));
-  EXPECT_EQ(a.count<Fatal>() + b.count<Fatal>(), 0u);
-}
-
 }  // namespace
 }  // namespace etlc::testing

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/keys.hpp"
+#include "core/repair_rules.hpp"
 
 namespace etlc::sim {
 
@@ -53,7 +54,7 @@ void History::fail(int invariant, std::string message) {
 
 bool History::session_live(const std::string& instance, const std::string& nonce) const {
   auto it = members_.find(instance);
-  return it != members_.end() && it->second.rec.nonce == nonce;
+  return it != members_.end() && !it->second.damaged && it->second.rec.nonce == nonce;
 }
 
 void History::record_version(std::string_view key, bool live, std::string_view value,
@@ -85,6 +86,10 @@ void History::on_write(OpKind kind, std::string_view key, std::string_view value
   ++stats_.writes;
   const bool erase = kind == OpKind::erase;
   record_version(key, !erase, value, r.revision);
+  if (w.inc == kOperatorInc) {
+    on_operator_write(kind, key);
+    return;
+  }
   call_writes_[w.call].emplace_back(key);
   try {
     if (auto id = core::id_from_key(key, core::kSplitPrefix)) {
@@ -135,6 +140,8 @@ void History::on_write(OpKind kind, std::string_view key, std::string_view value
         if (idx == std::string::npos || spec.spec.weight != params_.records[idx] ||
             spec.spec.descriptor != std::to_string(params_.records[idx])) {
           fail(1, fmt::format("spec.{} does not match the planned split", *sid));
+        } else {
+          splits_.at(*sid).spec_damaged = false;  // rewritten by a repair re-plan
         }
       }
     }
@@ -164,6 +171,14 @@ void History::check_split_write(OpKind kind, const std::string& id, std::string_
     return;
   }
   core::SplitRecord next = core::decode_split(key, value);
+  if (check_repair(t, kind, next, w)) {
+    t.max_epoch = std::max(t.max_epoch, next.epoch);
+    t.exists = true;
+    t.rec = std::move(next);
+    t.rev = rev;
+    return;
+  }
+  t.max_epoch = std::max(t.max_epoch, next.epoch);
   if (kind == OpKind::create) {
     if (t.exists) {
       fail(1, fmt::format("split.{} created again by {}", id, who(w)));
@@ -337,6 +352,80 @@ void History::check_split_update(SplitTruth& t, const core::SplitRecord& old,
                       id, who(w), old.epoch, owner_of(old), transition()));
 }
 
+void History::on_operator_write(OpKind kind, std::string_view key) {
+  ++stats_.operator_writes;
+  const bool erase = kind == OpKind::erase;
+  if (auto id = core::id_from_key(key, core::kSplitPrefix)) {
+    auto it = splits_.find(*id);
+    if (it == splits_.end()) return;
+    it->second.damaged = true;
+    if (erase) it->second.exists = false;
+  } else if (auto sid = core::id_from_key(key, core::kSpecPrefix)) {
+    if (auto it = splits_.find(*sid); it != splits_.end()) it->second.spec_damaged = true;
+  } else if (auto lid = core::id_from_key(key, core::kLeasePrefix)) {
+    leases_.erase(*lid);
+  } else if (auto aid = core::id_from_key(key, core::kAssignPrefix)) {
+    assigns_.erase(*aid);
+  } else if (auto mid = core::id_from_key(key, core::kMemberPrefix)) {
+    // Not a renewal and not an expiry: the last readable session (and when it was renewed) is
+    // what peers judge it by. A delete ends the session like an expiry would, unchecked.
+    if (erase) {
+      members_.erase(*mid);
+    } else if (auto it = members_.find(*mid); it != members_.end()) {
+      it->second.damaged = true;
+    }
+  } else if (key == core::kLeaderKey) {
+    leader_.reset();
+  }
+  // job.plan: the tallies' check waits for the leader's rewrite, whose term must not go back
+  // (max_plan_term_ is kept across the damage).
+}
+
+bool History::check_repair(SplitTruth& t, OpKind kind, const core::SplitRecord& next,
+                           const Writer& w) {
+  const std::string& id = next.id;
+  if (t.damaged) {
+    // The first write after damage rebuilds the record: above every epoch the split had, never
+    // ahead of durable progress (check_covered: only emitted records), owner cleared.
+    t.damaged = false;
+    ++stats_.rebuilds;
+    if (next.epoch <= t.max_epoch || next.owner) {
+      fail(1, fmt::format("split.{} rebuilt by {} at epoch {} (owner {}) after damage; the split "
+                          "had epoch {}",
+                          id, who(w), next.epoch, owner_of(next), t.max_epoch));
+    }
+    if (next.status == core::SplitStatus::quarantined && !t.spec_damaged &&
+        t.rec.status != core::SplitStatus::quarantined) {
+      fail(4, fmt::format("split.{} rebuilt as quarantined by {}", id, who(w)));
+    }
+    check_covered(t, next, "rebuild");
+    return true;
+  }
+  if (kind != OpKind::update || !t.exists) return false;
+  const core::SplitRecord& old = t.rec;
+  const bool parked_now = core::parked_for_spec(next) && !core::parked_for_spec(old);
+  if (parked_now) {
+    ++stats_.parked;
+    if (!t.spec_damaged || old.status != core::SplitStatus::runnable || next.epoch != old.epoch ||
+        next.attempts != old.attempts || next.progress != old.progress) {
+      fail(4, fmt::format("split.{} parked for its spec by {} (spec damaged: {}): {} -> {}", id,
+                          who(w), t.spec_damaged, describe(old), describe(next)));
+    }
+    return true;
+  }
+  if (core::parked_for_spec(old) && next.status == core::SplitStatus::runnable) {
+    ++stats_.requeued;
+    core::SplitRecord expect = old;
+    expect.status = core::SplitStatus::runnable;
+    if (t.spec_damaged || next != expect) {
+      fail(4, fmt::format("split.{} requeued by {} (spec still damaged: {}): {} -> {}", id, who(w),
+                          t.spec_damaged, describe(old), describe(next)));
+    }
+    return true;
+  }
+  return false;
+}
+
 void History::check_covered(const SplitTruth& t, const core::SplitRecord& rec, const char* what) {
   const std::uint64_t wm = rec.progress.watermark;
   if (wm > t.emitted.size()) {
@@ -363,6 +452,7 @@ void History::check_member_write(OpKind kind, const std::string& id, std::string
       fail(2, fmt::format("member.{} written by {} with nonce {}", id, who(w), rec.nonce));
     }
     MemberTruth& m = members_[id];
+    m.damaged = false;
     m.rec = std::move(rec);
     m.rev = rev;
     m.written_at = now;
@@ -410,7 +500,9 @@ void History::check_plan_write(std::string_view value) {
 void History::check_verdict(const core::PlanRecord& plan, const char* source) {
   std::uint64_t completed = 0, quarantined = 0, seeded = 0;
   for (const auto& [id, t] : splits_) {
-    if (!t.exists) continue;
+    // A record the operator damaged counts as its last readable version: the leader's view may
+    // not have seen the damage yet, and what that version says (a completion) stays true.
+    if (!t.exists && !t.damaged) continue;
     ++seeded;
     if (t.rec.status == core::SplitStatus::completed) ++completed;
     if (t.rec.status == core::SplitStatus::quarantined) ++quarantined;
@@ -436,7 +528,7 @@ void History::check_verdict(const core::PlanRecord& plan, const char* source) {
                           source, completed, seeded, quarantined));
     }
     for (const auto& [id, t] : splits_) {
-      if (!t.exists) continue;
+      if (!t.exists && !t.damaged) continue;
       check_covered(t, t.rec, "completion");
       if (t.rec.progress.watermark != t.emitted.size()) {
         fail(3, fmt::format("{} reports complete but split {} is at watermark {} of {}", source, id,

@@ -45,6 +45,9 @@ struct Violation {
   VirtualNs at = 0;
 };
 
+// The writer of the simulated operator's damaging writes (an outsider: not a member).
+inline constexpr std::int32_t kOperatorInc = -2;
+
 // Who sent a write: one member process (incarnation) and the call it was part of.
 struct Writer {
   std::int32_t inc = -1;
@@ -70,6 +73,11 @@ struct SplitTruth {
   bool exists = false;
   std::uint32_t nongraceful = 0;       // non-graceful ends the checker saw (takeovers, fail())
   std::vector<std::uint32_t> emitted;  // per record: how many times a lane emitted it
+  // The operator overwrote or deleted split.{id}: the next landed write must be a rebuild
+  // (above every epoch the split had; `rec` keeps the last readable record meanwhile).
+  bool damaged = false;
+  bool spec_damaged = false;    // spec.{id} was damaged and not rewritten since
+  std::uint64_t max_epoch = 0;  // the highest epoch any record of the split had
 };
 
 struct MemberTruth {
@@ -77,6 +85,7 @@ struct MemberTruth {
   Revision rev = 0;
   VirtualNs written_at = 0;
   std::int32_t writer_inc = -1;
+  bool damaged = false;  // the operator overwrote it: it vouches for nothing until rewritten
 };
 
 struct HistoryStats {
@@ -88,6 +97,10 @@ struct HistoryStats {
   std::uint64_t duplicates = 0;  // records emitted more than once (at-least-once replays)
   std::uint64_t emitted = 0;
   std::uint64_t stale_misreports = 0;  // 'durable' outcomes a stale read made untrue
+  std::uint64_t operator_writes = 0;   // records the simulated operator damaged
+  std::uint64_t rebuilds = 0;          // split records rebuilt after damage
+  std::uint64_t parked = 0;            // splits parked because their spec was damaged
+  std::uint64_t requeued = 0;          // parked splits requeued after their spec was rewritten
 };
 
 class History {
@@ -162,6 +175,9 @@ class History {
   void check_covered(const SplitTruth& t, const core::SplitRecord& rec, const char* what);
   void check_member_write(OpKind kind, const std::string& id, std::string_view value, Revision rev,
                           const Writer& w);
+  void on_operator_write(OpKind kind, std::string_view key);
+  // The write to a damaged split record (the rebuild) or around a damaged spec (park, requeue).
+  bool check_repair(SplitTruth& t, OpKind kind, const core::SplitRecord& next, const Writer& w);
   void check_plan_write(std::string_view value);
   void check_verdict(const core::PlanRecord& plan, const char* who);
 

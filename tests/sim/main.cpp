@@ -3,10 +3,10 @@
 //   etlc-sim --seeds N --from S --scenario NAME [--faults 'name=value,...'] [--trace]
 //            [--stop-on-failure] [--time-limit SECONDS] [--progress N] [--per-run]
 //
-// Scenarios: calm crash pause store watch stale leader skew open poison chaos (and `all`, which
-// picks one per seed; `zombie` is the pause-heavy mix of the checker-must-fail test). Each run
-// prints nothing unless it fails; a failure prints the invariant, the replay command and the
-// last trace events. At the end: runs, failures, runs per second and the virtual-to-real time
+// Scenarios: calm crash pause store watch stale leader skew open poison chaos operator lone (and
+// `all`, which picks one per seed; `zombie` is the pause-heavy mix of the checker-must-fail test).
+// Each run prints nothing unless it fails; a failure prints the invariant, the replay command and
+// the last trace events. At the end: runs, failures, runs per second and the virtual-to-real time
 // ratio. Exit status 1 if any run failed, 2 on bad arguments.
 #include <fmt/format.h>
 
@@ -158,6 +158,10 @@ int main(int argc, char** argv) {
     stotal.sink_resumes += r.sink.sink_resumes;
     stotal.lapsed_lanes += r.sink.lapsed_lanes;
     stotal.zombie_refusals += r.sink.zombie_refusals;
+    htotal.operator_writes += r.history.operator_writes;
+    htotal.rebuilds += r.history.rebuilds;
+    htotal.parked += r.history.parked;
+    htotal.requeued += r.history.requeued;
     if (args.trace) {
       for (const auto& rec : r.full) std::printf("%s\n", Trace::format(rec, r.actors).c_str());
       std::printf("trace hash %016llx, %llu events\n",
@@ -234,6 +238,10 @@ int main(int argc, char** argv) {
       stotal.opens, stotal.writes, stotal.records, stotal.refused, stotal.zombie_refusals,
       stotal.failed, stotal.unknown, stotal.late, stotal.settled_landed, stotal.sink_resumes,
       stotal.lapsed_lanes);
+  fmt::print(
+      "operator: {} records damaged, {} split records rebuilt, {} splits parked for their spec, "
+      "{} requeued\n",
+      htotal.operator_writes, htotal.rebuilds, htotal.parked, htotal.requeued);
   std::fflush(stdout);
   if (!failed.empty()) {
     std::string list;

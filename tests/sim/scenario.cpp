@@ -77,6 +77,23 @@ const std::vector<Named>& table() {
       r.skew_ppm = 10'000;
       r.grow = false;
       r.poison = true;
+      r.operator_per_s = 0.02;
+    });
+    // Records damaged from outside, on top of a few crashes, pauses and store failures.
+    add("operator", [](FaultRates& r) {
+      r.operator_per_s = 0.3;
+      r.crash_per_s = 0.03;
+      r.pause_per_s = 0.03;
+      r.partition_per_s = 0.02;
+      r.op_fail = 0.005;
+    });
+    // A job of a single member: nobody else can clean up after its outages.
+    add("lone", [](FaultRates& r) {
+      r.partition_per_s = 0.12;
+      r.pause_per_s = 0.04;
+      r.crash_per_s = 0.03;
+      r.op_fail = 0.01;
+      r.operator_per_s = 0.05;
     });
     // Not in `all`: the zombie-heavy mix the checker-must-fail test runs with the fence off.
     add("zombie", [](FaultRates& r) { r.pause_per_s = 0.4; });
@@ -155,6 +172,8 @@ ShapeOverrides parse_overrides(std::string_view text, FaultRates& r) {
       r.watch_delay_per_s = parse_double(name, value);
     } else if (name == "stale") {
       r.stale_per_s = parse_double(name, value);
+    } else if (name == "operator") {
+      r.operator_per_s = parse_double(name, value);
     } else if (name == "op_fail") {
       r.op_fail = std::min(0.5, parse_double(name, value));
     } else if (name == "op_unknown") {
@@ -179,7 +198,7 @@ ShapeOverrides parse_overrides(std::string_view text, FaultRates& r) {
     } else if (name == "unsafe_lapse") {
       r.unsafe_ignore_lapse = parse_bool(name, value);
     } else if (name == "members") {
-      shape.members = std::clamp(static_cast<int>(parse_double(name, value)), 2, 12);
+      shape.members = std::clamp(static_cast<int>(parse_double(name, value)), 1, 12);
     } else if (name == "splits") {
       shape.splits =
           std::clamp<std::size_t>(static_cast<std::size_t>(parse_double(name, value)), 1, 2000);
@@ -188,9 +207,9 @@ ShapeOverrides parse_overrides(std::string_view text, FaultRates& r) {
     } else {
       throw std::invalid_argument(fmt::format(
           "--faults: unknown name '{}' (crash, restart_same_id, pause, leader_crash, partition, "
-          "watch_drop, watch_delay, stale, op_fail, op_unknown, planner_fail, skew_ppm, grow, "
-          "poison, unsafe, sink_fail, sink_unknown, unsafe_sink, unsafe_lapse, members, splits, "
-          "fault_s)",
+          "watch_drop, watch_delay, stale, operator, op_fail, op_unknown, planner_fail, skew_ppm, "
+          "grow, poison, unsafe, sink_fail, sink_unknown, unsafe_sink, unsafe_lapse, members, "
+          "splits, fault_s)",
           name));
     }
   }
@@ -219,6 +238,7 @@ RunParams make_params(std::uint64_t seed, std::string_view scenario, std::string
   p.members = size_roll < 6   ? static_cast<int>(rng.range(2, 5))
               : size_roll < 9 ? static_cast<int>(rng.range(6, 8))
                               : static_cast<int>(rng.range(9, 12));
+  if (name == "lone") p.members = 1;
   if (shape.members) p.members = *shape.members;
   for (int i = 0; i < p.members; ++i) {
     p.max_in_flight.push_back(static_cast<std::uint32_t>(rng.range(1, 5)));

@@ -26,6 +26,8 @@ struct FaultRates {
   double watch_drop_per_s = 0;    // one member's watches break
   double watch_delay_per_s = 0;   // one member's watch events are delayed (and reordered)
   double stale_per_s = 0;         // one member's point reads are served stale for a while
+  double operator_per_s = 0;      // an outsider overwrites or deletes a random record (garbage,
+                                  // a foreign version, the wrong kind, a large value, a delete)
   double op_fail = 0;             // a store operation fails (unavailable), nothing applied
   double op_unknown = 0;          // a write's outcome is unknown: dropped, applied, or late
   double planner_fail = 0;        // a plan() call throws
@@ -48,7 +50,7 @@ struct RunParams {
   FaultRates faults;
 
   // Fleet.
-  int members = 3;                           // initial member count (2..12)
+  int members = 3;                           // initial member count (1..12; 1 only in `lone`)
   std::vector<std::uint32_t> max_in_flight;  // per initial member
   std::int64_t lease_ms = 3000;
   std::int64_t op_timeout_ms = 500;

@@ -61,7 +61,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Sweep{"calm", 101, 3}, Sweep{"crash", 201, 5}, Sweep{"pause", 301, 5},
                       Sweep{"store", 401, 5}, Sweep{"watch", 501, 5}, Sweep{"stale", 601, 5},
                       Sweep{"leader", 701, 5}, Sweep{"skew", 801, 4}, Sweep{"open", 901, 5},
-                      Sweep{"poison", 1001, 5}, Sweep{"chaos", 1101, 6}),
+                      Sweep{"poison", 1001, 5}, Sweep{"chaos", 1101, 6}, Sweep{"operator", 1201, 6},
+                      Sweep{"lone", 1301, 6}),
     [](const ::testing::TestParamInfo<Sweep>& p) { return std::string(p.param.scenario); });
 
 // --- the faults a scenario promises are really injected
@@ -99,6 +100,37 @@ TEST(SimFaults, LeaderCrashesLandMidPlanAndMidPublish) {
   }
   EXPECT_GT(mid_plan, 0u);
   EXPECT_GT(mid_publish, 0u);
+}
+
+// The operator damages every kind of record, and the fleet rebuilds split records, parks splits
+// whose spec it lost and requeues them once a repair re-plan rewrote the spec.
+TEST(SimFaults, OperatorDamageIsInjectedAndHealed) {
+  HistoryStats total;
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    const RunResult r = run(seed, "operator");
+    ASSERT_TRUE(r.ok()) << r.report();
+    total.operator_writes += r.history.operator_writes;
+    total.rebuilds += r.history.rebuilds;
+    total.parked += r.history.parked;
+    total.requeued += r.history.requeued;
+  }
+  EXPECT_GT(total.operator_writes, 20u);
+  EXPECT_GT(total.rebuilds, 0u);
+  EXPECT_GT(total.parked, 0u);
+  EXPECT_EQ(total.requeued, total.parked);
+}
+
+// A job of one member: after a partition longer than its lease it must take leadership back
+// from its own earlier session (nobody else can), or nothing is assigned again (issue 18).
+TEST(SimRegression, ALoneMemberRecoversFromAnOutageLongerThanItsLease_Lone) {
+  std::uint64_t partitions = 0;
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    const RunResult r = run(seed, "lone");
+    ASSERT_TRUE(r.ok()) << r.report();
+    EXPECT_EQ(r.params.members, 1);
+    partitions += r.stats.partitions;
+  }
+  EXPECT_GT(partitions, 0u);
 }
 
 // --- determinism

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "core/keys.hpp"
+#include "core/repair_rules.hpp"
 #include "etlc/fault_injecting_store.hpp"
 #include "etlc/memory_store.hpp"
 #include "etlc/metrics.hpp"
@@ -55,6 +56,7 @@ enum FaultKind : std::size_t {
   kWatchDrop,
   kWatchDelay,
   kStale,
+  kOperator,
   kFaultKinds
 };
 
@@ -191,6 +193,7 @@ class World final : public FleetView {
   void pump_all();
   void late_write();
   void fault(std::size_t kind);
+  void operator_damage();
   VirtualNs jitter();
   VirtualNs lane_pause() { return source_.range(p_.lane_min_pause, p_.lane_max_pause); }
 
@@ -211,6 +214,9 @@ class World final : public FleetView {
   Rng sched_, faults_, source_, proc_;
   bool faults_on_ = true;
   std::shared_ptr<MemoryStore> mem_ = std::make_shared<MemoryStore>();
+  // The simulated operator writes straight into the shared store, reported as kOperatorInc.
+  std::shared_ptr<RecordingStore> operator_store_ =
+      std::make_shared<RecordingStore>(mem_, history_);
   std::shared_ptr<SimPlanner> planner_;
   SimEnv env_;
   std::uint64_t call_ = 0;
@@ -266,6 +272,7 @@ Incarnation& World::spawn(std::size_t slot, const std::string& instance, Virtual
   c.rebalance_delay = std::chrono::milliseconds(p_.rebalance_delay_ms);
   c.drain_deadline = std::chrono::milliseconds(p_.drain_deadline_ms);
   c.max_attempts = p_.max_attempts;
+  c.max_planner_failures = 1000;  // the scenario's planner_fail rate must not end the job
   c.replan_interval = std::chrono::milliseconds(p_.replan_interval_ms);
   c.assignment_interval = std::chrono::milliseconds(p_.assignment_interval_ms);
   c.bulk_ops_per_step = p_.bulk_ops_per_step;
@@ -783,9 +790,53 @@ void World::fault(std::size_t kind) {
         trace_.add(now, TraceKind::fault, inc->id, "stale reads");
       }
       break;
+    case kOperator:
+      operator_damage();
+      break;
     default:
       break;
   }
+}
+
+// An outsider damages one record of the job: garbage, a foreign version, a record of another
+// kind, a large unreadable value, or a delete (a purge is a delete to the memory store).
+void World::operator_damage() {
+  const VirtualNs now = time_.now();
+  std::vector<Entry> keys;
+  for (Entry& e : mem_->list("")) {
+    if (e.key.rfind("etlc-probe.", 0) != 0) keys.push_back(std::move(e));
+  }
+  if (keys.empty()) return;
+  const Entry& victim = keys[faults_.below(keys.size())];
+  static const char* const kActions[] = {"garbage", "foreign version", "wrong kind", "large",
+                                         "delete"};
+  const std::uint64_t roll = faults_.below(20);
+  const std::size_t action = roll < 5 ? 0 : roll < 8 ? 1 : roll < 11 ? 2 : roll < 13 ? 3 : 4;
+  operator_store_->context = Writer{kOperatorInc, "operator", "", 0};
+  WriteResult r;
+  switch (action) {
+    case 0:
+      r = operator_store_->update(victim.key, "{not json", victim.revision);
+      break;
+    case 1:
+      r = operator_store_->update(victim.key, R"({"v":2,"from":"a newer library"})",
+                                  victim.revision);
+      break;
+    case 2:
+      r = operator_store_->update(
+          victim.key, core::encode(core::CordonRecord{"x", "misplaced record"}), victim.revision);
+      break;
+    case 3:
+      r = operator_store_->update(victim.key, std::string(64 * 1024, 'x'), victim.revision);
+      break;
+    default:
+      r = operator_store_->erase(victim.key, victim.revision);
+      break;
+  }
+  trace_.add(now, TraceKind::fault, -1,
+             fmt::format("operator: {} over {}{}", kActions[action], victim.key,
+                         r.ok ? "" : " (lost a race)"));
+  pump_all();
 }
 
 void World::end_faults() {
@@ -929,6 +980,12 @@ bool World::completed(std::string& why) {
       why = fmt::format("poison split {} completed", History::split_id(i));
       return false;
     }
+    // The planner lists every split, so a repair re-plan can always rewrite a damaged spec.
+    if (core::parked_for_spec(t.rec) || t.damaged) {
+      why = fmt::format("split {} is {}", History::split_id(i),
+                        t.damaged ? "damaged and not rebuilt" : "parked for its spec");
+      return false;
+    }
     any_quarantined |= t.rec.status == core::SplitStatus::quarantined;
   }
   if (p_.shape != PlanShape::open_grows_forever) {
@@ -1042,7 +1099,7 @@ RunResult World::run() {
   const double rates[kFaultKinds] = {p_.faults.crash_per_s,        p_.faults.pause_per_s,
                                      p_.faults.leader_crash_per_s, p_.faults.partition_per_s,
                                      p_.faults.watch_drop_per_s,   p_.faults.watch_delay_per_s,
-                                     p_.faults.stale_per_s};
+                                     p_.faults.stale_per_s,        p_.faults.operator_per_s};
   for (std::size_t k = 0; k < kFaultKinds; ++k) next_fault_[k] = faults_.exponential_ns(rates[k]);
   phase_deadline_ = p_.fault_phase;
   trace_.add(0, TraceKind::phase, -1, phase_name(phase_));

@@ -144,6 +144,39 @@ TEST(VerifyFencing, AcceptsMemoryStoreAndCleansUp) {
   EXPECT_EQ(store.size(), before);
 }
 
+TEST(VerifyFencing, UsesOneFixedKeyPerPrefixSoRestartsReuseIt) {
+  MemoryStore store;
+  EXPECT_EQ(verify_fencing(store, "etlc-probe.m1."), "etlc-probe.m1.probe");
+  EXPECT_EQ(verify_fencing(store, "etlc-probe.m1."), "etlc-probe.m1.probe");
+  EXPECT_EQ(store.size(), 0u);
+}
+
+// Another prober takes the shared key right after our delete (a twin starting at the same
+// moment): that is no evidence against the store, so the probe moves to a key of its own.
+class ConcurrentProber final : public ForwardingStore {
+ public:
+  WriteResult erase(std::string_view key, Revision expected) override {
+    WriteResult r = inner.erase(key, expected);
+    if (r.ok && key == "probe.probe" && !taken) {
+      taken = true;
+      inner.create(key, "another prober's value");
+    }
+    return r;
+  }
+  bool taken = false;
+};
+
+TEST(VerifyFencing, AnotherProberOnTheSharedKeyIsNotIncompatibility) {
+  ConcurrentProber store;
+  const std::string key = verify_fencing(store, "probe.");
+  EXPECT_TRUE(store.taken);
+  EXPECT_NE(key, "probe.probe");
+  EXPECT_EQ(key.rfind("probe.probe-", 0), 0u) << key;
+  // The other prober's key is left alone; ours is gone.
+  ASSERT_EQ(store.inner.list("probe.").size(), 1u);
+  EXPECT_EQ(store.inner.get("probe.probe")->value, "another prober's value");
+}
+
 TEST(VerifyFencing, AcceptsTheTransparentDecorator) {
   auto memory = std::make_shared<MemoryStore>();
   FaultInjectingStore store(memory);

@@ -171,6 +171,7 @@ TempDir::~TempDir() {
 
 // ---------------------------------------------------------------------------------------------
 NatsServer::NatsServer(NatsServerConfig config) : config_(std::move(config)), dir_("etlc-nats") {
+  if (config_.port > 0) port_ = config_.port;
   start();
 }
 

@@ -53,6 +53,9 @@ struct NatsServerTls {
 
 struct NatsServerConfig {
   bool jetstream = true;
+  // Client port; 0 = a random free one (learnt from the ports file). A fixed port lets a test
+  // point a client at a server before starting it.
+  int port = 0;
   // Client authentication: user + password, or a token (at most one).
   std::string user;
   std::string password;

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "etlc/store.hpp"
+#include "etlc/nats_store.hpp"
 
 namespace etlc::cli {
 
@@ -49,7 +49,7 @@ struct ConnectOptions {
 
 // Opens the job's bucket. Throws CliError: kExitUsage for invalid options, kExitStoreUnreachable
 // when the server cannot be reached, rejects the credentials or the bucket is unusable.
-std::shared_ptr<KvStore> open_store(const ConnectOptions& options);
+std::shared_ptr<NatsStore> open_store(const ConnectOptions& options);
 // The bucket name the options select (for messages).
 std::string bucket_of(const ConnectOptions& options);
 
@@ -72,5 +72,22 @@ int run_cordon(const ConnectOptions& c, const std::string& instance, const std::
                bool json);
 int run_uncordon(const ConnectOptions& c, const std::string& instance, bool json);
 int run_watch(const ConnectOptions& c, const WatchArgs& args, bool json);
+
+// The job's lifecycle (lifecycle.cpp). Each writes one audit line (audit.hpp).
+struct LifecycleArgs {
+  std::string reason;             // pause
+  bool force = false;             // delete: even while sessions are live
+  bool yes = false;               // delete, reset: confirmed
+  std::int64_t wait_ms = 60'000;  // bound on watching sessions to tell live from dead
+  std::string split;              // seek
+  std::uint64_t watermark = 0;    // seek
+  std::string state;              // seek: the opaque progress state (default empty)
+};
+int run_pause(const ConnectOptions& c, const LifecycleArgs& args, bool json);
+int run_resume(const ConnectOptions& c, bool json);
+int run_delete(const ConnectOptions& c, const LifecycleArgs& args, bool json);
+int run_reset(const ConnectOptions& c, const LifecycleArgs& args, bool json);
+int run_seek(const ConnectOptions& c, const LifecycleArgs& args, bool json);
+int run_repair(const ConnectOptions& c, const LifecycleArgs& args, bool json);
 
 }  // namespace etlc::cli

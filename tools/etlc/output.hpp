@@ -19,6 +19,10 @@
 
 namespace etlc::cli {
 
+// `s` with control characters escaped (\xNN), for anything read from the store or typed by a
+// user that reaches the terminal.
+std::string safe_text(std::string_view s);
+
 // "850ms", "12s", "5m12s", "1h02m", "3d04h".
 std::string format_duration(std::chrono::milliseconds d);
 

@@ -36,13 +36,22 @@ nlohmann::ordered_json status_json(const std::string& job, const JobStatus& st) 
   }
   if (st.plan) {
     const PlanStatus& p = *st.plan;
-    j["plan"] = Json{{"fingerprint", p.fingerprint},          {"term", p.term},
-                     {"finality", finality_name(p.finality)}, {"planned", p.planned},
-                     {"planned_splits", p.planned_splits},    {"completed", p.completed},
-                     {"quarantined", p.quarantined},          {"verdict", to_string(p.verdict)}};
+    j["plan"] = Json{{"fingerprint", p.fingerprint},
+                     {"term", p.term},
+                     {"finality", finality_name(p.finality)},
+                     {"planned", p.planned},
+                     {"planned_splits", p.planned_splits},
+                     {"completed", p.completed},
+                     {"quarantined", p.quarantined},
+                     {"verdict", to_string(p.verdict)},
+                     {"message", p.message.empty() ? Json(nullptr) : Json(p.message)}};
   } else {
     j["plan"] = nullptr;
   }
+  j["paused"] = st.paused ? Json{{"reason", st.paused->reason},
+                                 {"by", st.paused->by},
+                                 {"since_ms", st.paused->since_ms}}
+                          : Json(nullptr);
   const SplitCounts& c = st.splits;
   j["splits"] = Json{
       {"total", c.total},         {"runnable", c.runnable},       {"owned", c.owned},

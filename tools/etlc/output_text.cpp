@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <ctime>
 
 #include "output.hpp"
 #include "table.hpp"
@@ -62,7 +63,35 @@ std::string member_state(const MemberStatus& m, const JobStatus& st) {
   return out;
 }
 
+// What a job without a leader record means, from what else the records say.
+std::string leaderless_text(const JobStatus& st) {
+  const bool sessions = std::any_of(st.members.begin(), st.members.end(),
+                                    [](const MemberStatus& m) { return m.has_session; });
+  if (st.plan && st.plan->verdict == PlanVerdict::complete) {
+    return sessions ? "the job is complete; the members still running have nothing to do"
+                    : "the job is complete and no member is running: nothing needs a leader";
+  }
+  if (st.plan && st.plan->verdict == PlanVerdict::failed) {
+    return "the job failed (see plan); fix the planner's input, then etlc resume";
+  }
+  if (!sessions) return "no member is running: nothing moves until one starts";
+  return "no rebalancing until one is elected; held work continues";
+}
+
+std::string utc_time(std::uint64_t unix_ms) {
+  const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm utc{};
+  gmtime_r(&t, &utc);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%SZ", &utc);
+  return buf;
+}
+
 }  // namespace
+
+std::string safe_text(std::string_view s) {
+  return safe(s);
+}
 
 std::string format_duration(std::chrono::milliseconds d) {
   const std::int64_t ms = std::max<std::int64_t>(0, d.count());
@@ -85,13 +114,22 @@ std::string status_text(const std::string& job, const std::string& bucket, const
     if (!l.has_session) out += "  -- its session is gone; the record will be expired";
     out += '\n';
   } else {
-    out += "leader    none (no rebalancing until one is elected; held work continues)\n";
+    out += fmt::format("leader    none ({})\n", leaderless_text(st));
+  }
+  if (st.paused) {
+    out += fmt::format(
+        "paused    by {}{}: {} -- the leader assigns nothing; members drain and release what "
+        "they hold (etlc resume)\n",
+        st.paused->by.empty() ? "an operator" : safe(st.paused->by),
+        st.paused->since_ms == 0 ? "" : " since " + utc_time(st.paused->since_ms),
+        st.paused->reason.empty() ? "no reason given" : safe(st.paused->reason));
   }
   if (st.plan) {
     const PlanStatus& p = *st.plan;
-    out += fmt::format("plan      {}, {}: {} splits, {} completed, {} quarantined -> {}\n",
+    out += fmt::format("plan      {}, {}: {} splits, {} completed, {} quarantined -> {}{}\n",
                        finality_name(p.finality), p.planned ? "planned" : "not yet planned",
-                       p.planned_splits, p.completed, p.quarantined, to_string(p.verdict));
+                       p.planned_splits, p.completed, p.quarantined, to_string(p.verdict),
+                       p.message.empty() ? "" : ": " + safe(p.message));
   } else {
     out += "plan      none yet\n";
   }
@@ -150,12 +188,12 @@ std::string status_line(const JobStatus& st) {
   std::uint64_t held = 0;
   for (const auto& m : st.members) held += m.held;
   return fmt::format(
-      "leader={} term={} verdict={} planned={} completed={} quarantined={} members={} held={} "
-      "moves={} balance={:.2f} garbage={}",
+      "leader={} term={} verdict={} paused={} planned={} completed={} quarantined={} members={} "
+      "held={} moves={} balance={:.2f} garbage={}",
       st.leader ? safe(st.leader->instance) : "-", st.leader ? st.leader->term : 0,
-      st.plan ? to_string(st.plan->verdict) : "-", st.plan ? st.plan->planned_splits : 0,
-      st.splits.completed, st.splits.quarantined, st.members.size(), held, st.moves_total,
-      st.balance.max_over_mean, st.garbage_total);
+      st.plan ? to_string(st.plan->verdict) : "-", st.paused ? "yes" : "no",
+      st.plan ? st.plan->planned_splits : 0, st.splits.completed, st.splits.quarantined,
+      st.members.size(), held, st.moves_total, st.balance.max_over_mean, st.garbage_total);
 }
 
 std::string splits_text(const SplitListing& l) {

@@ -28,6 +28,7 @@ NatsStoreOptions to_nats(const ConnectOptions& c) {
   o.connect_timeout_ms = c.timeout_ms;
   o.op_timeout_ms = c.timeout_ms;
   o.probe_on_open = false;
+  o.startup_wait_ms = 0;    // an operator wants the answer now, not after a minute of retries
   o.create_bucket = false;  // a mistyped --job must not leave an empty bucket behind
   o.connection_name = "etlc-cli";
   return o;
@@ -42,7 +43,7 @@ std::string bucket_of(const ConnectOptions& c) {
   }
 }
 
-std::shared_ptr<KvStore> open_store(const ConnectOptions& c) {
+std::shared_ptr<NatsStore> open_store(const ConnectOptions& c) {
   NatsStoreOptions o = to_nats(c);
   try {
     o.validate();

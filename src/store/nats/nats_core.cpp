@@ -22,11 +22,10 @@ namespace {
 constexpr std::size_t kLiveRevisionCapacity = std::size_t{1} << 17;
 constexpr std::size_t kDeleteMarkerCapacity = std::size_t{1} << 14;
 constexpr std::size_t kMarkerHintCapacity = std::size_t{1} << 14;  // keys
-// The stream's per-message limit counts headers as well as the value; our headers (expected
-// sequence, KV-Operation) are far below this.
-constexpr std::int32_t kHeaderAllowanceBytes = 4096;
-constexpr std::int64_t kBucketMaxValueBytes =
-    static_cast<std::int64_t>(kMaxValueBytes) + kHeaderAllowanceBytes;
+// The stream's per-message limit counts headers as well as the value: kMaxStoredValueBytes
+// (etlc/store.hpp) leaves room for ours (expected sequence, KV-Operation) above kMaxValueBytes,
+// and refuses any message larger than a member reads.
+constexpr std::int64_t kBucketMaxValueBytes = static_cast<std::int64_t>(kMaxStoredValueBytes);
 constexpr auto kSetupRetryPause = std::chrono::milliseconds(50);
 // Consecutive "subjects overlap" answers to our create before we call it a foreign stream.
 constexpr int kMaxSubjectOverlaps = 5;
@@ -46,6 +45,24 @@ Clock::time_point now() {
 std::vector<std::string> secrets_of(const NatsStoreOptions& o) {
   std::vector<std::string> secrets{o.password, o.token};
   return secrets;
+}
+
+// Which credentials a connection presented, naming what is not secret (the user, the file's
+// path) and never a password, a token or the file's content.
+std::string credentials_text(const NatsStoreOptions& o) {
+  if (!o.user.empty()) return fmt::format("user/password (user '{}')", o.user);
+  if (!o.token.empty()) return "token (options.token)";
+  if (!o.credentials_file.empty()) {
+    return fmt::format("credentials_file '{}'", o.credentials_file);
+  }
+  for (const std::string& url : o.servers) {
+    if (auto user = url_user(url)) {
+      return user->second ? fmt::format("user/password in the server URL (user '{}')", user->first)
+                          : "a token in the server URL";
+    }
+  }
+  return "no credentials (none of user/password, token, credentials_file or URL credentials "
+         "was given)";
 }
 
 std::string servers_text(const NatsStoreOptions& o) {
@@ -108,6 +125,16 @@ jsOptions Core::request_options() const {
   jsOptions_Init(&jo);
   jo.Wait = options_.op_timeout_ms;
   return jo;
+}
+
+void Core::purge_subject(std::string_view key, std::string_view what) {
+  require_connected(what);
+  const std::string subj = subject(key);
+  jsOptions jo = request_options();
+  jo.Stream.Purge.Subject = subj.c_str();
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  natsStatus s = js_PurgeStream(js_.get(), stream_.c_str(), &jo, &jerr);
+  if (s != NATS_OK) throw_failure(NatsFailure::capture(s, jerr, redactor_), OpKind::write, what);
 }
 
 std::string Core::subject(std::string_view key) const {
@@ -193,15 +220,9 @@ void Core::connect() {
   std::string where = fmt::format("connecting to [{}]", servers_text(options_));
   switch (s) {
     case NATS_CONNECTION_AUTH_FAILED:
-    case NATS_NOT_PERMITTED: {
-      std::string method = !options_.user.empty()               ? "user/password"
-                           : !options_.token.empty()            ? "token"
-                           : !options_.credentials_file.empty() ? "credentials_file"
-                                                                : "no credentials (user/password, "
-                                                                  "token or credentials_file)";
-      throw ConfigError(
-          fmt::format("{}: authentication failed with {}: {}", where, method, f.describe()));
-    }
+    case NATS_NOT_PERMITTED:
+      throw ConfigError(fmt::format("{}: authentication failed with {}: {}", where,
+                                    credentials_text(options_), f.describe()));
     case NATS_SSL_ERROR:
     case NATS_SECURE_CONNECTION_WANTED:
     case NATS_SECURE_CONNECTION_REQUIRED:

@@ -90,6 +90,9 @@ class Core : public std::enable_shared_from_this<Core> {
   // request so that nothing is queued in nats.c's reconnect buffer while we know we are down.
   void require_connected(std::string_view what) const;
 
+  // Removes every message of `key` from the stream (a stream purge by subject: unlike a KV
+  // purge it leaves no marker). For the open-time probe's scratch key only. Throws like a write.
+  void purge_subject(std::string_view key, std::string_view what);
   // One leader read of `key`'s last message. Read errors throw (unavailable/closed).
   LastMessage read_last(std::string_view key, std::string_view what);
   // The stream sequence of the last message whose subject matches `filter` (a subject with

@@ -135,6 +135,7 @@ void NatsStoreOptions::validate() const {
   check_timeout(connect_timeout_ms, 1, "connect_timeout_ms");
   check_timeout(op_timeout_ms, 1, "op_timeout_ms");
   check_timeout(reconnect_wait_ms, 0, "reconnect_wait_ms");
+  check_timeout(startup_wait_ms, 0, "startup_wait_ms");
   if (max_reconnect_attempts < -1) {
     throw ConfigError(fmt::format("max_reconnect_attempts must be -1 (forever) or >= 0, got {}",
                                   max_reconnect_attempts));
@@ -162,10 +163,22 @@ std::string NatsStoreOptions::to_string() const {
   }
   out += fmt::format(
       "}}, connect_timeout_ms={}, op_timeout_ms={}, reconnect_wait_ms={}, "
-      "max_reconnect_attempts={}, probe_on_open={}",
-      connect_timeout_ms, op_timeout_ms, reconnect_wait_ms, max_reconnect_attempts, probe_on_open);
+      "max_reconnect_attempts={}, startup_wait_ms={}, probe_on_open={}",
+      connect_timeout_ms, op_timeout_ms, reconnect_wait_ms, max_reconnect_attempts, startup_wait_ms,
+      probe_on_open);
   if (!connection_name.empty()) out += fmt::format(", connection_name='{}'", connection_name);
   out += "}";
+  return out;
+}
+
+std::string redact_urls(std::string_view urls) {
+  std::string out;
+  for (std::size_t at = 0; at <= urls.size();) {
+    const std::size_t comma = std::min(urls.find(',', at), urls.size());
+    if (at > 0) out += ',';
+    out += nats_detail::redact_url(urls.substr(at, comma - at));
+    at = comma + 1;
+  }
   return out;
 }
 

@@ -19,6 +19,20 @@ std::string redact_url(std::string_view url) {
   return out;
 }
 
+std::optional<std::pair<std::string, bool>> url_user(std::string_view url) {
+  std::size_t scheme = url.find("://");
+  std::size_t start = scheme == std::string_view::npos ? 0 : scheme + 3;
+  std::size_t end = url.find_first_of("/?#", start);
+  std::string_view authority =
+      url.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+  std::size_t at = authority.rfind('@');
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view info = authority.substr(0, at);
+  std::size_t colon = info.find(':');
+  if (colon == std::string_view::npos) return std::make_pair(std::string(), false);
+  return std::make_pair(std::string(info.substr(0, colon)), true);
+}
+
 Redactor::Redactor(std::vector<std::string> secrets) : secrets_(std::move(secrets)) {
   secrets_.erase(std::remove_if(secrets_.begin(), secrets_.end(),
                                 [](const std::string& s) { return s.empty(); }),

@@ -5,8 +5,10 @@
 
 #include <random>
 
+#include "log.hpp"
 #include "store/nats/nats_core.hpp"
 #include "store/nats/nats_watch.hpp"
+#include "store/nats/startup_wait.hpp"
 
 namespace etlc {
 
@@ -28,9 +30,17 @@ std::string probe_prefix() {
 
 }  // namespace
 
-NatsStore::NatsStore(NatsStoreOptions options) : core_(std::make_shared<Core>(std::move(options))) {
-  core_->open();
-  if (core_->options().probe_on_open) verify_fencing(*this, probe_prefix());
+NatsStore::NatsStore(NatsStoreOptions options)
+    : core_(nats_detail::open_with_startup_wait(std::move(options))) {  // startup_wait.cpp
+  if (!core_->options().probe_on_open) return;
+  // A scratch key of this process alone; its delete marker is purged afterwards, so opening a
+  // bucket again and again leaves nothing behind.
+  const std::string key = verify_fencing(*this, probe_prefix());
+  try {
+    core_->purge_subject(key, "purging the probe's scratch key");
+  } catch (const StoreError& e) {
+    log().warn("etlc: the probe's delete marker '{}' stays in the bucket: {}", key, e.what());
+  }
 }
 
 std::shared_ptr<NatsStore> NatsStore::open(NatsStoreOptions options) {

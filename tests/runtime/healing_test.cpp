@@ -1,0 +1,439 @@
+// No state of the store stalls a job (docs/architecture.md, "No store state stalls a job"): for
+// every record family, garbage, a foreign version, a record of the wrong kind, an oversized value
+// or a delete ends with the job complete, or in its named end state. And a lone member survives a
+// store outage longer than its lease.
+#include <gtest/gtest.h>
+
+#include "core/repair_rules.hpp"
+#include "runtime/fleet.hpp"
+
+namespace etlc::testing {
+namespace {
+
+struct BadValue {
+  const char* name;
+  std::string bytes;
+};
+
+// Values no member can read, of the kinds a stray writer leaves.
+std::vector<BadValue> bad_values() {
+  return {
+      {"garbage", "{not json"},
+      {"foreign_version", R"({"v":2,"anything":true})"},
+      {"wrong_kind", core::encode(core::CordonRecord{"x", "a cordon where it does not belong"})},
+      {"oversized", std::string(kMaxValueBytes, 'x')},
+  };
+}
+
+std::optional<core::PlanRecord> readable_plan(Fleet& fleet) {
+  auto e = fleet.mem->get(core::kPlanKey);
+  if (!e) return std::nullopt;
+  try {
+    return core::decode_plan(core::kPlanKey, e->value);
+  } catch (const core::RecordError&) {
+    return std::nullopt;
+  }
+}
+
+std::optional<core::SplitRecord> readable_split(Fleet& fleet, const std::string& id) {
+  auto e = fleet.mem->get(core::split_key(id));
+  if (!e) return std::nullopt;
+  try {
+    return core::decode_split(core::split_key(id), e->value);
+  } catch (const core::RecordError&) {
+    return std::nullopt;
+  }
+}
+
+bool verdict_is(Fleet& fleet, core::Verdict v) {
+  auto p = readable_plan(fleet);
+  return p && p->verdict == v;
+}
+
+// Every running member finishes the splits it holds (their lanes reached the end).
+void complete_held(Fleet& fleet) {
+  for (Node* n : fleet.live()) {
+    if (!n->running) continue;
+    for (const auto& s : n->held()) n->coord->complete(s, SplitProgress{10, "done"});
+  }
+}
+
+bool runs_to_completion(Fleet& fleet, Clock::duration bound = 60s) {
+  return fleet.run_until(
+      [&] {
+        complete_held(fleet);
+        return verdict_is(fleet, core::Verdict::complete);
+      },
+      bound);
+}
+
+std::size_t fatals(Fleet& fleet) {
+  std::size_t n = 0;
+  for (Node* node : fleet.live()) n += node->count<Fatal>();
+  return n;
+}
+
+void overwrite(Fleet& fleet, std::string_view key, const std::string& bytes) {
+  auto cur = fleet.mem->get(key);
+  ASSERT_TRUE(cur.has_value()) << key;
+  ASSERT_TRUE(fleet.mem->update(key, bytes, cur->revision).ok) << key;
+}
+
+void erase(Fleet& fleet, std::string_view key) {
+  auto cur = fleet.mem->get(key);
+  ASSERT_TRUE(cur.has_value()) << key;
+  ASSERT_TRUE(fleet.mem->erase(key, cur->revision).ok) << key;
+}
+
+// --- a lone member -------------------------------------------------------------------------------
+
+TEST(LoneMember, recovers_from_a_store_outage_longer_than_its_lease_and_completes_the_job) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(8, 10));
+  Fleet fleet(planner);
+  Node& a = fleet.add("a", [](CoordinatorConfig& c) { c.max_in_flight = 2; });
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && a.held().size() == 2; }));
+  const std::string old_nonce = a.member().nonce();
+  a.store->fail_next(1'000'000);  // the store pauses for longer than the lease (3 s)
+  fleet.run_for(4s);
+  ASSERT_TRUE(a.held().empty());
+  a.store->clear_faults();
+  // It rejoins under a new nonce; the leader record still names its old session, which only it
+  // can tell is dead. It must take leadership back and assign the six splits nobody holds.
+  ASSERT_TRUE(runs_to_completion(fleet));
+  EXPECT_NE(a.member().nonce(), old_nonce);
+  EXPECT_TRUE(a.coord->is_leader());
+  EXPECT_EQ(fatals(fleet), 0u);
+}
+
+// --- job.plan ------------------------------------------------------------------------------------
+
+class PlanDamage : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(PlanDamage, the_leader_rewrites_an_unreadable_plan_at_its_term_and_the_job_completes) {
+  const BadValue bad = bad_values()[GetParam()];
+  auto planner = std::make_shared<TestPlanner>(make_splits(6, 10));
+  Fleet fleet(planner);
+  for (const char* id : {"a", "b", "c"}) fleet.add(id);
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }));
+  const std::uint64_t term = readable_plan(fleet)->term;
+  overwrite(fleet, core::kPlanKey, bad.bytes);
+  ASSERT_TRUE(fleet.run_until([&] { return readable_plan(fleet).has_value(); }, 5s)) << bad.name;
+  EXPECT_EQ(readable_plan(fleet)->term, term);
+  EXPECT_TRUE(readable_plan(fleet)->planned);
+  ASSERT_TRUE(runs_to_completion(fleet)) << bad.name;
+  EXPECT_EQ(fatals(fleet), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(BadValues, PlanDamage, ::testing::Range<std::size_t>(0, 4),
+                         [](const auto& p) { return bad_values()[p.param].name; });
+
+TEST(PlanDeleted, the_leader_writes_it_back_and_the_next_leader_takes_a_newer_term) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(6, 10));
+  Fleet fleet(planner);
+  for (const char* id : {"a", "b", "c"}) fleet.add(id);
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }));
+  const std::uint64_t term = readable_plan(fleet)->term;
+  erase(fleet, core::kPlanKey);
+  ASSERT_TRUE(fleet.run_until([&] { return readable_plan(fleet).has_value(); }, 5s));
+  EXPECT_EQ(readable_plan(fleet)->term, term);
+  const std::string leader = fleet.leader_id();
+  fleet.crash(leader);
+  ASSERT_TRUE(fleet.run_until([&] { return !fleet.leader_id().empty(); }, 20s));
+  EXPECT_GT(readable_plan(fleet)->term, term) << "a new leader must never reuse an old term";
+  ASSERT_TRUE(runs_to_completion(fleet));
+}
+
+TEST(PlanDeleted, with_the_leader_gone_before_it_could_rewrite_it_terms_still_never_go_back) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(6, 10));
+  Fleet fleet(planner);
+  for (const char* id : {"a", "b", "c"}) fleet.add(id);
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }));
+  const std::uint64_t term = readable_plan(fleet)->term;
+  fleet.crash(fleet.leader_id());
+  erase(fleet, core::kPlanKey);  // nobody remembers the plan now but the assignment records
+  ASSERT_TRUE(fleet.run_until([&] { return readable_plan(fleet).has_value(); }, 20s));
+  EXPECT_GT(readable_plan(fleet)->term, term);
+  ASSERT_TRUE(runs_to_completion(fleet));
+  EXPECT_EQ(fatals(fleet), 0u);
+}
+
+// --- split.{id} ----------------------------------------------------------------------------------
+
+class SplitDamage : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(SplitDamage, a_held_split_record_is_rebuilt_above_every_epoch_and_the_owner_is_fenced) {
+  const BadValue bad = bad_values()[GetParam()];
+  auto planner = std::make_shared<TestPlanner>(make_splits(6, 10));
+  Fleet fleet(planner);
+  for (const char* id : {"a", "b"}) fleet.add(id);
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }));
+  Node& owner = fleet.node("b");
+  ASSERT_FALSE(owner.held().empty());
+  const std::string split = *owner.held().begin();
+  ASSERT_TRUE(owner.coord->commit(split, SplitProgress{4, "before"}).durable());
+  const std::uint64_t epoch = fleet.split_record(split).epoch;
+  fleet.run_for(200ms);  // the leader sees the commit
+  overwrite(fleet, core::split_key(split), bad.bytes);
+  ASSERT_TRUE(fleet.run_until([&] { return readable_split(fleet, split).has_value(); }, 5s));
+  const core::SplitRecord rebuilt = *readable_split(fleet, split);
+  EXPECT_GE(rebuilt.epoch, epoch + core::kRebuildEpochStep);
+  EXPECT_EQ(rebuilt.progress.watermark, 4u) << "the last progress the leader read";
+  EXPECT_EQ(owner.coord->commit(split, SplitProgress{6, "after"}).status, CommitStatus::fenced);
+  ASSERT_TRUE(runs_to_completion(fleet)) << bad.name;
+  EXPECT_EQ(fatals(fleet), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(BadValues, SplitDamage, ::testing::Range<std::size_t>(0, 4),
+                         [](const auto& p) { return bad_values()[p.param].name; });
+
+TEST(SplitDeleted, a_running_splits_record_is_rebuilt_from_the_last_one_read_and_completes) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(4, 10));
+  Fleet fleet(planner);
+  Node& a = fleet.add("a", [](CoordinatorConfig& c) { c.rebalance_delay = 0ms; });
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && a.held().size() == 4; }));
+  const std::string gone = "s003";
+  const std::uint64_t epoch = fleet.split_record(gone).epoch;
+  erase(fleet, core::split_key(gone));
+  ASSERT_TRUE(fleet.run_until([&] { return readable_split(fleet, gone).has_value(); }, 5s));
+  EXPECT_GT(fleet.split_record(gone).epoch, epoch);
+  ASSERT_TRUE(runs_to_completion(fleet));
+}
+
+TEST(SplitDeleted, records_deleted_while_no_leader_watched_are_rebuilt_from_their_specs) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(6, 10));
+  Fleet fleet(planner);
+  for (const char* id : {"a", "b"}) fleet.add(id);
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }));
+  fleet.crash("a");
+  fleet.crash("b");
+  erase(fleet, core::split_key("s001"));
+  erase(fleet, core::split_key("s004"));
+  for (const char* id : {"c", "d"}) fleet.add(id);
+  // The new leader's snapshot is short of the plan's count: it waits a lease, re-watches, then
+  // finds the specs without records and rebuilds them.
+  ASSERT_TRUE(fleet.run_until(
+      [&] { return readable_split(fleet, "s001") && readable_split(fleet, "s004"); }, 30s));
+  ASSERT_TRUE(runs_to_completion(fleet, 90s));
+  EXPECT_EQ(fatals(fleet), 0u);
+}
+
+// --- spec.{id} -----------------------------------------------------------------------------------
+
+class SpecDamage : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(SpecDamage, the_split_is_parked_then_a_repair_replan_rewrites_the_spec_and_requeues_it) {
+  const BadValue bad = bad_values()[GetParam()];
+  auto planner = std::make_shared<TestPlanner>(make_splits(4, 10));
+  Fleet fleet(planner);
+  auto cfg = [](CoordinatorConfig& c) { c.rebalance_delay = 0ms; };
+  fleet.add("a", cfg);
+  fleet.add("b", cfg);
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }));
+  const std::string victim = fleet.leader_id() == "a" ? "b" : "a";
+  ASSERT_FALSE(fleet.node(victim).held().empty());
+  const std::string split = *fleet.node(victim).held().begin();
+  fleet.crash(victim);  // its splits are claimed again, which reads their specs
+  overwrite(fleet, core::spec_key(split), bad.bytes);
+  bool parked = false;
+  ASSERT_TRUE(fleet.run_until(
+      [&] {
+        auto r = readable_split(fleet, split);
+        parked |= r && core::parked_for_spec(*r);
+        complete_held(fleet);
+        return verdict_is(fleet, core::Verdict::complete);
+      },
+      60s))
+      << bad.name;
+  EXPECT_TRUE(parked) << "the claimer should have parked the split first";
+  auto spec = fleet.mem->get(core::spec_key(split));
+  ASSERT_TRUE(spec.has_value());
+  EXPECT_EQ(core::decode_spec(core::spec_key(split), spec->value).spec.id, split);
+}
+
+INSTANTIATE_TEST_SUITE_P(BadValues, SpecDamage, ::testing::Range<std::size_t>(0, 4),
+                         [](const auto& p) { return bad_values()[p.param].name; });
+
+TEST(SpecDamage, a_spec_the_planner_no_longer_lists_stalls_the_job_with_a_reason_naming_it) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(3, 10));
+  Fleet fleet(planner);
+  Node& a = fleet.add("a", [](CoordinatorConfig& c) { c.max_in_flight = 2; });
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && a.held().size() == 2; }));
+  std::string waiting;
+  for (const char* s : {"s000", "s001", "s002"}) {
+    if (!a.held().count(s)) waiting = s;
+  }
+  erase(fleet, core::spec_key(waiting));
+  planner->set_splits({});  // the planner forgot it too
+  ASSERT_TRUE(fleet.run_until(
+      [&] {
+        complete_held(fleet);
+        return verdict_is(fleet, core::Verdict::stalled);
+      },
+      60s));
+  const core::SplitRecord rec = fleet.split_record(waiting);
+  EXPECT_TRUE(core::parked_for_spec(rec));
+  ASSERT_TRUE(rec.last_error.has_value());
+  EXPECT_NE(rec.last_error->find("spec." + waiting), std::string::npos) << *rec.last_error;
+  EXPECT_NE(rec.last_error->find("etlc requeue"), std::string::npos) << *rec.last_error;
+  EXPECT_EQ(a.count<Stalled>(), 1u);
+}
+
+// --- member.{id} ---------------------------------------------------------------------------------
+
+class SessionDamage : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(SessionDamage, a_live_member_replaces_garbage_over_its_own_session_and_keeps_its_work) {
+  const BadValue bad = bad_values()[GetParam()];
+  auto planner = std::make_shared<TestPlanner>(make_splits(6, 10));
+  Fleet fleet(planner);
+  for (const char* id : {"a", "b"}) fleet.add(id);
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }));
+  Node& b = fleet.node("b");
+  const auto held = b.held();
+  overwrite(fleet, core::member_key("b"), bad.bytes);
+  fleet.run_for(5s);
+  EXPECT_EQ(b.count<Fatal>(), 0u) << bad.name;
+  EXPECT_EQ(b.count<SplitLost>(), 0u) << bad.name;
+  EXPECT_EQ(b.held(), held);
+  auto rec = fleet.mem->get(core::member_key("b"));
+  ASSERT_TRUE(rec.has_value());
+  EXPECT_EQ(core::decode_member(core::member_key("b"), rec->value).nonce, b.member().nonce());
+  ASSERT_TRUE(runs_to_completion(fleet));
+}
+
+TEST_P(SessionDamage, a_dead_members_unreadable_session_is_expired_and_its_splits_move) {
+  const BadValue bad = bad_values()[GetParam()];
+  auto planner = std::make_shared<TestPlanner>(make_splits(6, 10));
+  Fleet fleet(planner);
+  auto cfg = [](CoordinatorConfig& c) { c.rebalance_delay = 0ms; };
+  fleet.add("a", cfg);
+  fleet.add("b", cfg);
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }));
+  const std::string dead = fleet.leader_id() == "a" ? "b" : "a";
+  fleet.crash(dead);
+  overwrite(fleet, core::member_key(dead), bad.bytes);
+  ASSERT_TRUE(fleet.run_until([&] { return !fleet.mem->get(core::member_key(dead)); }, 10s))
+      << bad.name;
+  ASSERT_TRUE(runs_to_completion(fleet));
+}
+
+INSTANTIATE_TEST_SUITE_P(BadValues, SessionDamage, ::testing::Range<std::size_t>(0, 4),
+                         [](const auto& p) { return bad_values()[p.param].name; });
+
+TEST(PeerBounds, a_forged_session_with_a_huge_lane_budget_and_lease_gets_no_work_and_expires) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(6, 10));
+  Fleet fleet(planner);
+  Node& a = fleet.add("a", [](CoordinatorConfig& c) { c.max_in_flight = 2; });
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }));
+  core::MemberRecord fake;
+  fake.instance = "fake";
+  fake.nonce = "forged";
+  fake.fingerprint = "test-job";
+  fake.max_in_flight = 4'294'967'295u;
+  fake.lease_ms = 24ull * 3600 * 1000;
+  ASSERT_TRUE(fleet.mem->create(core::member_key("fake"), core::encode(fake)).ok);
+  bool assigned = false;
+  const auto start = fleet.clock.now();
+  ASSERT_TRUE(fleet.run_until(
+      [&] {
+        if (auto e = fleet.mem->get(core::assign_key("fake"))) {
+          assigned |= !core::decode_assignment(core::assign_key("fake"), e->value).splits.empty();
+        }
+        return !fleet.mem->get(core::member_key("fake"));
+      },
+      30s));
+  EXPECT_FALSE(assigned) << "a lane budget outside 1..kMaxLanes must get no work";
+  // Judged by at most four of the observer's own leases (3 s), not by the day it advertised.
+  EXPECT_LE(fleet.clock.now() - start, 4 * 3s + 2s);
+  EXPECT_EQ(a.count<Fatal>(), 0u);
+  ASSERT_TRUE(runs_to_completion(fleet));
+}
+
+// --- lease.{id}, assign.{id}, job.leader ---------------------------------------------------------
+
+class LeaseDamage : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(LeaseDamage, an_unreadable_lease_of_a_dead_owner_is_removed_by_the_next_claimer) {
+  const BadValue bad = bad_values()[GetParam()];
+  auto planner = std::make_shared<TestPlanner>(make_splits(4, 10));
+  Fleet fleet(planner);
+  auto cfg = [](CoordinatorConfig& c) { c.rebalance_delay = 0ms; };
+  fleet.add("a", cfg);
+  fleet.add("b", cfg);
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }));
+  const std::string dead = fleet.leader_id() == "a" ? "b" : "a";
+  const std::string split = *fleet.node(dead).held().begin();
+  fleet.crash(dead);
+  overwrite(fleet, core::lease_key(split), bad.bytes);
+  ASSERT_TRUE(runs_to_completion(fleet)) << bad.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(BadValues, LeaseDamage, ::testing::Range<std::size_t>(0, 4),
+                         [](const auto& p) { return bad_values()[p.param].name; });
+
+TEST(AssignDamage, the_leader_rewrites_an_unreadable_assignment_and_its_member_keeps_its_work) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(6, 10));
+  Fleet fleet(planner);
+  for (const char* id : {"a", "b"}) fleet.add(id);
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }));
+  const std::string worker = fleet.leader_id() == "a" ? "b" : "a";
+  const auto held = fleet.node(worker).held();
+  for (const BadValue& bad : bad_values()) {
+    overwrite(fleet, core::assign_key(worker), bad.bytes);
+    auto readable = [&] {
+      auto e = fleet.mem->get(core::assign_key(worker));
+      try {
+        return e && core::decode_assignment(core::assign_key(worker), e->value).splits.size() ==
+                        held.size();
+      } catch (const core::RecordError&) {
+        return false;
+      }
+    };
+    ASSERT_TRUE(fleet.run_until([&] { return readable() && fleet.converged(); }, 5s)) << bad.name;
+    EXPECT_EQ(fleet.node(worker).held(), held) << bad.name;
+  }
+  EXPECT_EQ(fleet.node(worker).count<RevokeRequested>(), 0u);
+}
+
+TEST(LeaderDamage, a_live_leader_rewrites_its_unreadable_record_and_keeps_its_term) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(6, 10));
+  Fleet fleet(planner);
+  for (const char* id : {"a", "b"}) fleet.add(id);
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }));
+  const std::string leader = fleet.leader_id();
+  const std::uint64_t term = readable_plan(fleet)->term;
+  for (const BadValue& bad : bad_values()) {
+    overwrite(fleet, core::kLeaderKey, bad.bytes);
+    ASSERT_TRUE(fleet.run_until(
+        [&] {
+          auto e = fleet.mem->get(core::kLeaderKey);
+          try {
+            return e && core::decode_leader(core::kLeaderKey, e->value).owner == leader;
+          } catch (const core::RecordError&) {
+            return false;
+          }
+        },
+        5s))
+        << bad.name;
+  }
+  EXPECT_EQ(fleet.leader_id(), leader);
+  EXPECT_EQ(readable_plan(fleet)->term, term);
+}
+
+TEST(LeaderDamage, an_unreadable_record_of_a_dead_leader_is_removed_and_a_new_one_elected) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(6, 10));
+  Fleet fleet(planner);
+  for (const char* id : {"a", "b", "c"}) fleet.add(id);
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }));
+  const std::string leader = fleet.leader_id();
+  const std::uint64_t term = readable_plan(fleet)->term;
+  fleet.crash(leader);
+  overwrite(fleet, core::kLeaderKey, "{garbage");
+  ASSERT_TRUE(fleet.run_until(
+      [&] { return !fleet.leader_id().empty() && fleet.leader_id() != leader; }, 20s));
+  EXPECT_GT(readable_plan(fleet)->term, term);
+  ASSERT_TRUE(runs_to_completion(fleet));
+}
+
+}  // namespace
+}  // namespace etlc::testing
