@@ -135,6 +135,10 @@ void Member::heal_splits() {
 bool Member::heal_split(const std::string& id, Damage& d) {
   const std::string key = core::split_key(id);
   if (auto cur = store_->get(key)) {
+    // Revisions only grow: a record older than the damage we saw (the delete, the garbage) comes
+    // from a stale replica and proves nothing; look again at the next pass. (A stale read once
+    // made a deleted record look repaired, and nothing rebuilt it: sim chaos 1957.)
+    if (d.rev != 0 && cur->revision < d.rev) return false;
     try {
       put_split_view(id, core::decode_split(key, cur->value), cur->revision);
       return true;  // repaired by someone else (an operator, our own earlier write)

@@ -184,6 +184,8 @@ class Member {
   void open_session(TimePoint now);
   void renew_session(TimePoint now);
   void check_starvation(TimePoint now);
+  TimePoint live_until(TimePoint sent) const;
+  void renewed(TimePoint sent);  // sets last_renew_sent_ok_ and the lanes' deadline together
   void lose_all(LossReason reason);
   void go_fatal(const std::string& message, LossReason reason = LossReason::twin);
   std::string fresh_nonce();

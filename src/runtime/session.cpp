@@ -72,7 +72,7 @@ void Member::open_session(TimePoint now) {
   session_rev_ = r.revision;
   session_open_ = true;
   last_renew_sent_ok_ = now;
-  live_.begin(now + config_.lease_duration - config_.op_timeout);
+  live_.begin(live_until(now));
   next_renew_ = now + config_.lease_duration / 3;
   log().info("etlc: {}: session open (nonce {})", instance_, nonce_);
 }
@@ -95,8 +95,7 @@ void Member::renew_session(TimePoint now) {
   if (r.ok) {
     session_rec_ = next;
     session_rev_ = r.revision;
-    last_renew_sent_ok_ = now;
-    live_.extend(now + config_.lease_duration - config_.op_timeout);
+    renewed(now);
     next_renew_ = now + config_.lease_duration / 3;
     return;
   }
@@ -126,7 +125,7 @@ void Member::renew_session(TimePoint now) {
     if (replaced.ok) {
       session_rec_ = next;
       session_rev_ = replaced.revision;
-      last_renew_sent_ok_ = now;
+      renewed(now);
       next_renew_ = now + config_.lease_duration / 3;
     } else {
       next_renew_ = now;  // it moved again: look once more at the next step
@@ -147,9 +146,21 @@ void Member::renew_session(TimePoint now) {
       instance_, seen.nonce, nonce_));
 }
 
+// The session is provably live until lease - op_timeout after the send time of its last
+// acknowledged renewal: the one rule check_starvation() and session_live() both apply.
+TimePoint Member::live_until(TimePoint sent) const {
+  return sent + config_.lease_duration - config_.op_timeout;
+}
+
+// A renewal sent at `sent` was acknowledged. Every acknowledged renewal goes through here, so the
+// lock-free deadline lanes read never lags the control loop's own (check_starvation).
+void Member::renewed(TimePoint sent) {
+  last_renew_sent_ok_ = sent;
+  live_.extend(live_until(sent));
+}
+
 void Member::check_starvation(TimePoint now) {
-  const Duration budget = config_.lease_duration - config_.op_timeout;
-  if (now - last_renew_sent_ok_ < budget) return;
+  if (now < live_until(last_renew_sent_ok_)) return;
   log().warn(
       "etlc: {}: no session renewal acknowledged for {} ms; stopping lanes (starved)", instance_,
       std::chrono::duration_cast<std::chrono::milliseconds>(now - last_renew_sent_ok_).count());

@@ -33,7 +33,9 @@ TEST(Secrets, no_password_appears_in_any_output_of_the_example_or_the_tool) {
                        d.path() / "generate.log"),
             0);
   const std::string host = "127.0.0.1:" + std::to_string(server.port());
-  auto url = [&](const char* password) { return "nats://app:" + std::string(password) + "@" + host; };
+  auto url = [&](const char* password) {
+    return "nats://app:" + std::string(password) + "@" + host;
+  };
   ::setenv("ETLC_LOG_LEVEL", "debug", 1);
   std::vector<fs::path> logs;
   auto run = [&](const std::string& name, std::vector<std::string> argv) {
@@ -41,20 +43,30 @@ TEST(Secrets, no_password_appears_in_any_output_of_the_example_or_the_tool) {
     return run_to_end(std::move(argv), logs.back(), std::chrono::seconds(120));
   };
   auto fb_run = [&](std::vector<std::string> extra) {
-    std::vector<std::string> argv{kBin,     "run",       "--input",    in,
-                                  "--output", (d.path() / "out").string(), "--job", "secrets",
-                                  "--progress", "plain", "--lease-ms", "1500", "--startup-wait-ms",
+    std::vector<std::string> argv{kBin,
+                                  "run",
+                                  "--input",
+                                  in,
+                                  "--output",
+                                  (d.path() / "out").string(),
+                                  "--job",
+                                  "secrets",
+                                  "--progress",
+                                  "plain",
+                                  "--lease-ms",
+                                  "1500",
+                                  "--startup-wait-ms",
                                   "0"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     return argv;
   };
   EXPECT_EQ(run("url", fb_run({"--store", url(kPassword)})), 0);
   EXPECT_NE(run("url-wrong", fb_run({"--store", url(kWrongPassword)})), 0);
-  EXPECT_EQ(run("flags", fb_run({"--store", "nats://" + host, "--user", "app", "--password",
-                                 kPassword})),
-            0);
-  EXPECT_NE(run("flags-wrong", fb_run({"--store", "nats://" + host, "--user", "app",
-                                       "--password", kWrongPassword})),
+  EXPECT_EQ(
+      run("flags", fb_run({"--store", "nats://" + host, "--user", "app", "--password", kPassword})),
+      0);
+  EXPECT_NE(run("flags-wrong", fb_run({"--store", "nats://" + host, "--user", "app", "--password",
+                                       kWrongPassword})),
             0);
   EXPECT_EQ(run("etlc-url", {kCli, "status", "--nats", url(kPassword), "--job", "secrets"}), 0);
   EXPECT_NE(run("etlc-wrong", {kCli, "status", "--nats", url(kWrongPassword), "--job", "secrets"}),

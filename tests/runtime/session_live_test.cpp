@@ -4,6 +4,8 @@
 // ManualClock (lease 3 s, op_timeout 0.5 s, renewals every second).
 #include <gtest/gtest.h>
 
+#include "core/keys.hpp"
+#include "core/records.hpp"
 #include "runtime/fleet.hpp"
 
 namespace etlc::testing {
@@ -69,6 +71,38 @@ TEST(SessionLive, renewals_move_the_deadline_and_a_rejoin_opens_a_new_session_th
   EXPECT_GT(second, first);
   EXPECT_TRUE(a.coord->session_live(second));
   EXPECT_FALSE(a.coord->session_live(first));
+}
+
+TEST(SessionLive, putting_the_session_record_back_over_garbage_counts_as_a_renewal_for_lanes) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(2, 10));
+  Fleet fleet(planner);
+  Node& a = fleet.add("a");
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }));
+  const std::uint64_t session = grants(a).at(0).session;
+  const auto key = core::member_key("a");
+  const auto cur = fleet.mem->get(key);
+  ASSERT_TRUE(cur.has_value());
+  ASSERT_TRUE(fleet.mem->update(key, "{not a record", cur->revision).ok);
+  // The member puts its record back at its next renewal (a CAS sent now: a renewal)...
+  auto readable = [&] {
+    auto e = fleet.mem->get(key);
+    try {
+      return e && core::decode_member(key, e->value).instance == "a";
+    } catch (const core::RecordError&) {
+      return false;
+    }
+  };
+  ASSERT_TRUE(fleet.run_until(readable, 10s));
+  const auto put_back_at = fleet.clock.now();
+  // ... and then the store goes away. The lanes' deadline runs from the put-back, as the loop's
+  // own starvation check does: live until lease - op_timeout (2.5 s) after it.
+  a.store->fail_next(1'000'000);
+  fleet.run_until([&] { return fleet.clock.now() >= put_back_at + 2400ms; }, 3s);
+  EXPECT_TRUE(a.coord->session_live(session));
+  EXPECT_EQ(a.count<SplitLost>(), 0u);
+  fleet.run_until([&] { return a.count<SplitLost>() > 0; }, 5s);
+  EXPECT_FALSE(a.coord->session_live(session));
+  EXPECT_GE(fleet.clock.now(), put_back_at + 2500ms);
 }
 
 TEST(SessionLive, a_twin_ends_the_older_processs_session_and_a_shutdown_ends_the_newer) {

@@ -465,6 +465,7 @@ void History::check_member_write(OpKind kind, const std::string& id, std::string
   members_.erase(it);
   if (id == w.instance) return;  // the member's own shutdown
   ++stats_.expiries;
+  if (!m.damaged) expired_.insert({id, m.rec.nonce});
   // Invariant 6: the session's renewals must really have stopped for a lease, on its own clock.
   const SimClock* clock = fleet_.clock_of(m.writer_inc);
   if (clock == nullptr) return;

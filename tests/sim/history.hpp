@@ -25,6 +25,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -151,6 +152,11 @@ class History {
   const std::optional<core::LeaderRecord>& leader() const { return leader_; }
   std::uint64_t assign_writes() const { return assign_writes_; }
   bool session_live(const std::string& instance, const std::string& nonce) const;
+  // A peer deleted this session as expired, judging an undamaged record by its renewals (the
+  // expiry self-fencing precedes; invariant 8 holds lanes to it).
+  bool expired_by_peer(const std::string& instance, const std::string& nonce) const {
+    return expired_.count({instance, nonce}) > 0;
+  }
   std::size_t split_index(std::string_view id) const;  // npos if not a planned id
   static std::string split_id(std::size_t index);
 
@@ -188,6 +194,7 @@ class History {
 
   std::unordered_map<std::string, SplitTruth> splits_;
   std::map<std::string, MemberTruth> members_;
+  std::set<std::pair<std::string, std::string>> expired_;  // (instance, nonce) expired by peers
   std::map<std::string, core::LeaseRecord> leases_;
   std::map<std::string, core::AssignmentRecord> assigns_;
   std::optional<core::PlanRecord> plan_;

@@ -375,6 +375,13 @@ TEST(SimRegression, OrphanSweepRefreshesTheLeaseRevision_Chaos60217_60348) {
   }
 }
 
+// After an operator deleted split.s0001, the leader's repair read it from a stale replica (the
+// record before the delete), took it for repaired and never rebuilt it: the job never completed.
+TEST(SimRegression, AStaleReadDoesNotMakeADeletedSplitRecordLookRepaired_Chaos1957) {
+  const RunResult r = run(1957, "chaos");
+  EXPECT_TRUE(r.ok()) << r.report();
+}
+
 // --- the simulator's machinery
 // --------------------------------------------------------------------
 

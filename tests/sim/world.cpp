@@ -437,9 +437,9 @@ CommitResult World::user_call(Incarnation& inc, CallKind kind, Lane& lane,
   begin_call();
   ++stats_.calls;
   if (inc.checks_session && kind != CallKind::decline_revoke &&
-      !history_.session_live(inc.instance, lane.sink.nonce)) {
-    history_.fail(8, fmt::format("{} sent a call for split {} after its session {} ended in the "
-                                 "store (a lane must stop once its session may have lapsed)",
+      history_.expired_by_peer(inc.instance, lane.sink.nonce)) {
+    history_.fail(8, fmt::format("{} sent a call for split {} after peers expired its session {} "
+                                 "(a lane must stop once its session may have lapsed)",
                                  names_[inc.id], lane.id, lane.sink.nonce));
   }
   const std::string id = lane.id;
@@ -593,9 +593,9 @@ void World::lane_action(Incarnation& inc, const std::string& id) {
                   static_cast<std::uint64_t>(source_.range(1, p_.lane_max_batch)),
                   lane.count - lane.next)
             : 0;
-    if (inc.checks_session && !history_.session_live(inc.instance, lane.sink.nonce)) {
-      history_.fail(8, fmt::format("{} wrote split {} to the sink after its session {} ended in "
-                                   "the store",
+    if (inc.checks_session && history_.expired_by_peer(inc.instance, lane.sink.nonce)) {
+      history_.fail(8, fmt::format("{} wrote split {} to the sink after peers expired its session "
+                                   "{}",
                                    names_[inc.id], lane.id, lane.sink.nonce));
     }
     lane.next = sink_.emit(inc.id, lane.index, lane.epoch, lane.sink, lane.next, k);
