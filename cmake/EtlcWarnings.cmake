@@ -3,6 +3,10 @@ add_library(etlc_project_options INTERFACE)
 target_compile_options(etlc_project_options INTERFACE -Wall -Wextra -Wpedantic -Wshadow
                        -Wnon-virtual-dtor -Wold-style-cast -Wcast-align -Woverloaded-virtual
                        -Wnull-dereference -Wimplicit-fallthrough)
+if(ETLC_THREAD_SAFETY)
+  # GUARDED_BY, REQUIRES and friends (etlc/detail/thread_annotations.hpp) become compile errors.
+  target_compile_options(etlc_project_options INTERFACE -Wthread-safety -Wthread-safety-beta)
+endif()
 if(ETLC_WERROR)
   target_compile_options(etlc_project_options INTERFACE -Werror)
 endif()

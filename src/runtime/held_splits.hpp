@@ -28,9 +28,9 @@
 
 #include "core/records.hpp"
 #include "etlc/coordinator.hpp"  // CommitResult, kAnyEpoch
+#include "etlc/detail/mutex.hpp"
 #include "etlc/events.hpp"
 #include "runtime/member_context.hpp"
-#include "util/mutex.hpp"
 
 namespace etlc::runtime {
 
@@ -53,11 +53,11 @@ struct Held {
   const std::uint64_t session;  // the SessionDeadline serial of the session that claimed it
   const Revision lease_rev;     // lease.{id} as this tenancy created (or adopted) it
 
-  Mutex io;                                 // serialises store I/O on this split
-  core::SplitRecord record GUARDED_BY(io);  // the last durable record as we wrote or read it
-  Revision record_rev GUARDED_BY(io) = 0;
-  bool gone GUARDED_BY(io) = false;       // released or lost: no further I/O, calls report fenced
-  int absent_rereads GUARDED_BY(io) = 0;  // consecutive re-reads that found no record
+  Mutex io;                                      // serialises store I/O on this split
+  core::SplitRecord record ETLC_GUARDED_BY(io);  // the last durable record as we wrote or read it
+  Revision record_rev ETLC_GUARDED_BY(io) = 0;
+  bool gone ETLC_GUARDED_BY(io) = false;  // released or lost: no further I/O, calls report fenced
+  int absent_rereads ETLC_GUARDED_BY(io) = 0;  // consecutive re-reads that found no record
 };
 
 class HeldSplits {
@@ -68,57 +68,57 @@ class HeldSplits {
 
   // --- user threads (see Coordinator for the meaning of each call) ---
   CommitResult commit(std::string_view id, const SplitProgress& progress, std::uint64_t epoch)
-      EXCLUDES(mu_);
+      ETLC_EXCLUDES(mu_);
   CommitResult complete(std::string_view id, const SplitProgress& progress, std::uint64_t epoch)
-      EXCLUDES(mu_);
+      ETLC_EXCLUDES(mu_);
   CommitResult fail(std::string_view id, std::string_view reason, std::uint64_t epoch)
-      EXCLUDES(mu_);
-  CommitResult release_drained(std::string_view id, std::uint64_t epoch) EXCLUDES(mu_);
-  void release(std::span<const std::string> ids) EXCLUDES(mu_);
-  void decline_revoke(std::string_view id, std::uint64_t epoch) EXCLUDES(mu_);
+      ETLC_EXCLUDES(mu_);
+  CommitResult release_drained(std::string_view id, std::uint64_t epoch) ETLC_EXCLUDES(mu_);
+  void release(std::span<const std::string> ids) ETLC_EXCLUDES(mu_);
+  void decline_revoke(std::string_view id, std::uint64_t epoch) ETLC_EXCLUDES(mu_);
 
-  std::optional<Event> poll_event() EXCLUDES(mu_);
-  std::optional<Event> wait_event(std::chrono::milliseconds timeout) EXCLUDES(mu_);
+  std::optional<Event> poll_event() ETLC_EXCLUDES(mu_);
+  std::optional<Event> wait_event(std::chrono::milliseconds timeout) ETLC_EXCLUDES(mu_);
 
   // --- the control loop ---
   // A claim landed: hold the split and tell the user (SplitGranted).
-  void add(std::shared_ptr<Held> h) EXCLUDES(mu_);
-  std::shared_ptr<Held> find(std::string_view id) const EXCLUDES(mu_);
-  std::vector<std::shared_ptr<Held>> all() const EXCLUDES(mu_);
-  std::vector<std::string> ids() const EXCLUDES(mu_);
-  std::size_t size() const EXCLUDES(mu_);
-  void push_event(Event e) EXCLUDES(mu_);
+  void add(std::shared_ptr<Held> h) ETLC_EXCLUDES(mu_);
+  std::shared_ptr<Held> find(std::string_view id) const ETLC_EXCLUDES(mu_);
+  std::vector<std::shared_ptr<Held>> all() const ETLC_EXCLUDES(mu_);
+  std::vector<std::string> ids() const ETLC_EXCLUDES(mu_);
+  std::size_t size() const ETLC_EXCLUDES(mu_);
+  void push_event(Event e) ETLC_EXCLUDES(mu_);
 
   // Starts revoking `h` (once; a revocation, once begun, finishes): RevokeRequested to the user,
   // forced at drain_deadline or at once when declined.
-  void begin_revocation(const Held& h, TimePoint now) EXCLUDES(mu_);
+  void begin_revocation(const Held& h, TimePoint now) ETLC_EXCLUDES(mu_);
   // Revocations to force now (declined, or past their deadline), each with whether it was
   // declined.
   std::vector<std::pair<std::shared_ptr<Held>, bool>> due_revocations(TimePoint now) const
-      EXCLUDES(mu_);
+      ETLC_EXCLUDES(mu_);
   // The earliest moment a revocation becomes due (now for a declined one), if any.
-  std::optional<TimePoint> next_revocation_due(TimePoint now) const EXCLUDES(mu_);
-  std::size_t draining() const EXCLUDES(mu_);
+  std::optional<TimePoint> next_revocation_due(TimePoint now) const ETLC_EXCLUDES(mu_);
+  std::size_t draining() const ETLC_EXCLUDES(mu_);
 
   // Clears the record's owner (keeping epoch and progress), then deletes the lease.
-  CommitResult release_locked(Held& h) REQUIRES(h.io) EXCLUDES(mu_);
+  CommitResult release_locked(Held& h) ETLC_REQUIRES(h.io) ETLC_EXCLUDES(mu_);
   // Forgets a held split; with a reason, tells the user it is lost.
-  void drop(Held& h, std::optional<LossReason> reason) REQUIRES(h.io) EXCLUDES(mu_);
+  void drop(Held& h, std::optional<LossReason> reason) ETLC_REQUIRES(h.io) ETLC_EXCLUDES(mu_);
   // Drops every held split without writing (the session can no longer be trusted).
-  void drop_all(LossReason reason) EXCLUDES(mu_);
+  void drop_all(LossReason reason) ETLC_EXCLUDES(mu_);
   // A crash: every held split is gone, no I/O, no event.
-  void abandon() EXCLUDES(mu_);
+  void abandon() ETLC_EXCLUDES(mu_);
   // Lease deletes that failed with a store error are retried here (the loop calls it each step).
-  void retry_lease_erases() EXCLUDES(mu_);
-  bool lease_erases_pending() const EXCLUDES(mu_);
+  void retry_lease_erases() ETLC_EXCLUDES(mu_);
+  bool lease_erases_pending() const ETLC_EXCLUDES(mu_);
 
   // Mirrors of loop state for user threads.
-  void set_leader(bool leader) EXCLUDES(mu_);
-  bool leader() const EXCLUDES(mu_);
-  void set_assignment(std::optional<std::vector<std::string>> a) EXCLUDES(mu_);
-  std::optional<std::vector<std::string>> assignment() const EXCLUDES(mu_);
-  void set_nonce(std::string nonce) EXCLUDES(mu_);
-  std::string nonce() const EXCLUDES(mu_);
+  void set_leader(bool leader) ETLC_EXCLUDES(mu_);
+  bool leader() const ETLC_EXCLUDES(mu_);
+  void set_assignment(std::optional<std::vector<std::string>> a) ETLC_EXCLUDES(mu_);
+  std::optional<std::vector<std::string>> assignment() const ETLC_EXCLUDES(mu_);
+  void set_nonce(std::string nonce) ETLC_EXCLUDES(mu_);
+  std::string nonce() const ETLC_EXCLUDES(mu_);
 
  private:
   struct Revocation {
@@ -128,27 +128,28 @@ class HeldSplits {
 
   // Why a call may not write for the caller's tenancy (released, lost, or another epoch).
   static std::optional<CommitResult> tenancy_over(const Held& h, std::uint64_t epoch)
-      REQUIRES(h.io);
+      ETLC_REQUIRES(h.io);
   CommitResult write_record(Held& h, const core::SplitRecord& next, const char* what)
-      REQUIRES(h.io);
+      ETLC_REQUIRES(h.io);
   // The outcome of a CAS that lost or had an unknown outcome, from a re-read. nullopt: retry
   // on top of the revision now in h.
   std::optional<CommitResult> resolve_conflict(Held& h, const core::SplitRecord& next,
-                                               const char* what) REQUIRES(h.io);
-  void erase_lease(const Held& h) EXCLUDES(mu_);
-  void push_locked(Event e) REQUIRES(mu_);
-  CommitResult terminal_write(Held& h, core::SplitRecord next, const char* what) REQUIRES(h.io);
+                                               const char* what) ETLC_REQUIRES(h.io);
+  void erase_lease(const Held& h) ETLC_EXCLUDES(mu_);
+  void push_locked(Event e) ETLC_REQUIRES(mu_);
+  CommitResult terminal_write(Held& h, core::SplitRecord next, const char* what)
+      ETLC_REQUIRES(h.io);
 
   const MemberContext& ctx_;
   mutable Mutex mu_;
   CondVar event_cv_;
-  std::map<std::string, std::shared_ptr<Held>, std::less<>> held_ GUARDED_BY(mu_);
-  std::map<std::string, Revocation, std::less<>> revocations_ GUARDED_BY(mu_);
-  std::deque<Event> events_ GUARDED_BY(mu_);
-  std::vector<std::pair<std::string, Revision>> pending_lease_erases_ GUARDED_BY(mu_);
-  bool leader_ GUARDED_BY(mu_) = false;
-  std::optional<std::vector<std::string>> assignment_ GUARDED_BY(mu_);
-  std::string nonce_ GUARDED_BY(mu_);
+  std::map<std::string, std::shared_ptr<Held>, std::less<>> held_ ETLC_GUARDED_BY(mu_);
+  std::map<std::string, Revocation, std::less<>> revocations_ ETLC_GUARDED_BY(mu_);
+  std::deque<Event> events_ ETLC_GUARDED_BY(mu_);
+  std::vector<std::pair<std::string, Revision>> pending_lease_erases_ ETLC_GUARDED_BY(mu_);
+  bool leader_ ETLC_GUARDED_BY(mu_) = false;
+  std::optional<std::vector<std::string>> assignment_ ETLC_GUARDED_BY(mu_);
+  std::string nonce_ ETLC_GUARDED_BY(mu_);
 };
 
 }  // namespace etlc::runtime

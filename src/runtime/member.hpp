@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "etlc/config.hpp"
+#include "etlc/detail/mutex.hpp"
 #include "etlc/events.hpp"
 #include "etlc/planner.hpp"
 #include "etlc/store.hpp"
@@ -51,7 +52,6 @@
 #include "runtime/session.hpp"
 #include "runtime/throttled_log.hpp"
 #include "runtime/worker.hpp"
-#include "util/mutex.hpp"
 
 namespace etlc {
 class MetricsRegistry;
@@ -82,20 +82,20 @@ class Member {
   Member& operator=(const Member&) = delete;
 
   // Runs one step at clock.now(); returns when the next one is due (now if work is pending).
-  TimePoint step() EXCLUDES(mu_);
+  TimePoint step() ETLC_EXCLUDES(mu_);
 
   // Replaces the plan runner (Coordinator::start moves the planner onto its own thread).
-  void set_plan_runner(std::unique_ptr<PlanRunner> runner) EXCLUDES(mu_);
-  void set_bulk_executor(std::unique_ptr<BulkExecutor> bulk) EXCLUDES(mu_);
+  void set_plan_runner(std::unique_ptr<PlanRunner> runner) ETLC_EXCLUDES(mu_);
+  void set_bulk_executor(std::unique_ptr<BulkExecutor> bulk) ETLC_EXCLUDES(mu_);
 
   // Synchronous first join (thread mode): probe the store, open the session, check the job's
   // fingerprint. Throws ConfigError / StoreError as Coordinator::start documents.
-  void join_now() EXCLUDES(mu_);
+  void join_now() ETLC_EXCLUDES(mu_);
 
   // --- user API (thread-safe, see Coordinator; none of them takes mu_) ---
   HeldSplits& splits() { return held_; }
-  void shutdown() EXCLUDES(mu_);  // graceful: release all, step down, leave
-  void abandon() EXCLUDES(mu_);   // crash: stop without writing anything
+  void shutdown() ETLC_EXCLUDES(mu_);  // graceful: release all, step down, leave
+  void abandon() ETLC_EXCLUDES(mu_);   // crash: stop without writing anything
 
   // --- introspection (thread-safe) ---
   const std::string& instance_id() const { return instance_; }
@@ -111,22 +111,22 @@ class Member {
   // The assignment this member currently follows (nullopt: no record).
   std::optional<std::vector<std::string>> assignment() const { return held_.assignment(); }
   // What this member last published as leader, member -> splits (takes mu_).
-  std::map<std::string, std::vector<std::string>> published_assignment() const EXCLUDES(mu_);
+  std::map<std::string, std::vector<std::string>> published_assignment() const ETLC_EXCLUDES(mu_);
   // Assignment records written by this member as leader, over every term (takes mu_).
-  std::uint64_t publishes() const EXCLUDES(mu_);
+  std::uint64_t publishes() const ETLC_EXCLUDES(mu_);
 
  private:
-  TimePoint step_locked(TimePoint now) REQUIRES(mu_);
-  void handle_session(const Session::Tick& tick) REQUIRES(mu_);
-  void apply(const ViewChanges& changes, TimePoint now) REQUIRES(mu_);
-  void lead(TimePoint now) REQUIRES(mu_);
-  void become_leader(const Election& e, TimePoint now) REQUIRES(mu_);
-  void step_down(std::string_view why) REQUIRES(mu_);
+  TimePoint step_locked(TimePoint now) ETLC_REQUIRES(mu_);
+  void handle_session(const Session::Tick& tick) ETLC_REQUIRES(mu_);
+  void apply(const ViewChanges& changes, TimePoint now) ETLC_REQUIRES(mu_);
+  void lead(TimePoint now) ETLC_REQUIRES(mu_);
+  void become_leader(const Election& e, TimePoint now) ETLC_REQUIRES(mu_);
+  void step_down(std::string_view why) ETLC_REQUIRES(mu_);
   // Drops every held split without writing (the session can no longer be trusted), steps down,
   // and ends the session: the next step rejoins under a new nonce.
-  void lose_all(LossReason reason) REQUIRES(mu_);
-  void go_fatal(const std::string& message, LossReason reason) REQUIRES(mu_);
-  TimePoint next_wake(TimePoint now, bool more) REQUIRES(mu_);
+  void lose_all(LossReason reason) ETLC_REQUIRES(mu_);
+  void go_fatal(const std::string& message, LossReason reason) ETLC_REQUIRES(mu_);
+  TimePoint next_wake(TimePoint now, bool more) ETLC_REQUIRES(mu_);
 
   const CoordinatorConfig config_;
   const std::shared_ptr<KvStore> store_;  // metered
@@ -140,15 +140,15 @@ class Member {
 
   mutable Mutex mu_;
   HeldSplits held_;  // thread-safe on its own
-  Session session_ GUARDED_BY(mu_);
+  Session session_ ETLC_GUARDED_BY(mu_);
   const SessionDeadline& deadline_;  // session_'s, lock-free for lanes
-  FleetViews views_ GUARDED_BY(mu_);
-  Liveness liveness_ GUARDED_BY(mu_);
-  ThrottledLog warn_ GUARDED_BY(mu_);
-  Worker worker_ GUARDED_BY(mu_);
-  std::unique_ptr<Leadership> leadership_ GUARDED_BY(mu_);  // non-null exactly while leading
-  std::uint64_t publishes_ GUARDED_BY(mu_) = 0;
-  TimePoint retry_at_ GUARDED_BY(mu_){};  // backoff after a store failure of the loop
+  FleetViews views_ ETLC_GUARDED_BY(mu_);
+  Liveness liveness_ ETLC_GUARDED_BY(mu_);
+  ThrottledLog warn_ ETLC_GUARDED_BY(mu_);
+  Worker worker_ ETLC_GUARDED_BY(mu_);
+  std::unique_ptr<Leadership> leadership_ ETLC_GUARDED_BY(mu_);  // non-null exactly while leading
+  std::uint64_t publishes_ ETLC_GUARDED_BY(mu_) = 0;
+  TimePoint retry_at_ ETLC_GUARDED_BY(mu_){};  // backoff after a store failure of the loop
   std::atomic<bool> stopped_{false};
 };
 

@@ -6,17 +6,17 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "util/thread_annotations.hpp"
+#include "etlc/detail/thread_annotations.hpp"
 
 namespace etlc {
 
-class CAPABILITY("mutex") Mutex {
+class ETLC_CAPABILITY("mutex") Mutex {
  public:
   Mutex() = default;
   Mutex(const Mutex&) = delete;
   Mutex& operator=(const Mutex&) = delete;
-  void lock() ACQUIRE() { mu_.lock(); }
-  void unlock() RELEASE() { mu_.unlock(); }
+  void lock() ETLC_ACQUIRE() { mu_.lock(); }
+  void unlock() ETLC_RELEASE() { mu_.unlock(); }
 
  private:
   friend class CondVar;
@@ -24,10 +24,10 @@ class CAPABILITY("mutex") Mutex {
 };
 
 // Holds `mu` for its scope.
-class SCOPED_CAPABILITY MutexLock {
+class ETLC_SCOPED_CAPABILITY MutexLock {
  public:
-  explicit MutexLock(Mutex& mu) ACQUIRE(mu) : mu_(mu) { mu_.lock(); }
-  ~MutexLock() RELEASE() { mu_.unlock(); }
+  explicit MutexLock(Mutex& mu) ETLC_ACQUIRE(mu) : mu_(mu) { mu_.lock(); }
+  ~MutexLock() ETLC_RELEASE() { mu_.unlock(); }
   MutexLock(const MutexLock&) = delete;
   MutexLock& operator=(const MutexLock&) = delete;
 
@@ -42,7 +42,7 @@ class CondVar {
  public:
   void notify_all() { cv_.notify_all(); }
   // Waits (with `mu` held on entry and on return) until notified, spuriously woken or `deadline`.
-  void wait_until(Mutex& mu, std::chrono::steady_clock::time_point deadline) REQUIRES(mu) {
+  void wait_until(Mutex& mu, std::chrono::steady_clock::time_point deadline) ETLC_REQUIRES(mu) {
     std::unique_lock<std::mutex> lk(mu.mu_, std::adopt_lock);
     cv_.wait_until(lk, deadline);
     lk.release();  // still held: the caller's scope owns it
