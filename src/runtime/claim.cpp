@@ -10,6 +10,7 @@
 
 #include "core/claim_rules.hpp"
 #include "core/keys.hpp"
+#include "core/protocol_assert.hpp"
 #include "core/repair_rules.hpp"
 #include "log.hpp"
 #include "runtime/worker.hpp"
@@ -81,6 +82,8 @@ void Worker::claim(const std::string& id, TimePoint now) {
   core::SplitRecord next = rec;
   Revision rec_rev = cur->revision;
   if (!adopt) {
+    ETLC_ASSERT(plan.epoch > rec.epoch, "claim of split '{}' at epoch {} over epoch {}", id,
+                plan.epoch, rec.epoch);  // an epoch never decreases, and a claim moves it
     next.epoch = plan.epoch;
     next.owner = ctx_.instance;
     next.owner_nonce = session_.nonce();

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "core/keys.hpp"
+#include "core/protocol_assert.hpp"
 #include "log.hpp"
 
 namespace etlc::runtime {
@@ -56,6 +57,7 @@ bool take_term(const MemberContext& ctx, FleetViews& views, const std::string& n
       e.leader_rev = lr.revision;
       views.set_leader_view(std::move(rec), lr.revision);
     }
+    ETLC_ASSERT(e.term > plan.term, "taking term {} over a plan of term {}", e.term, plan.term);
     plan.term = e.term;
     const WriteResult r = ctx.store.update(core::kPlanKey, core::encode(plan), cur->revision);
     if (r.ok) {

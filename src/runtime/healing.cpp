@@ -21,7 +21,10 @@
 //   cordon.{x}    unreadable          treated as absent
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "core/keys.hpp"
+#include "core/protocol_assert.hpp"
 #include "core/repair_rules.hpp"
 #include "log.hpp"
 #include "runtime/leadership.hpp"
@@ -169,6 +172,10 @@ std::optional<core::SplitRecord> Leadership::rebuild(const std::string& id, cons
   const auto lease = views_.leases().find(id);
   const std::uint64_t lease_epoch = lease == views_.leases().end() ? 0 : lease->second.rec.epoch;
   const std::uint64_t epoch = core::rebuilt_epoch(last ? last->epoch : 0, lease_epoch, term_);
+  ETLC_ASSERT(epoch == std::numeric_limits<std::uint64_t>::max() ||  // saturated (garbage)
+                  (epoch > lease_epoch && (!last || epoch > last->epoch)),
+              "split '{}' rebuilt at epoch {}, not past its last record's {} and lease's {}", id,
+              epoch, last ? last->epoch : 0, lease_epoch);
   if (last) return core::rebuild_from_record(*last, epoch);
   std::optional<Entry> stored = ctx_.store.get(core::spec_key(id));
   if (stored) {

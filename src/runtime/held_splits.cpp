@@ -9,6 +9,7 @@
 
 #include "core/claim_rules.hpp"
 #include "core/keys.hpp"
+#include "core/protocol_assert.hpp"
 #include "core/utf8.hpp"
 #include "log.hpp"
 
@@ -75,6 +76,13 @@ void HeldSplits::add(std::shared_ptr<Held> h) {
   SplitGranted grant;
   {
     MutexLock io(h->io);
+    // A held record names this instance and this session's nonce, at the tenancy's epoch.
+    ETLC_ASSERT(h->record.epoch == h->epoch && h->record.owner == ctx_.instance &&
+                    h->record.owner_nonce == nonce(),
+                "split '{}' held at epoch {} by nonce '{}' but its record says epoch {} owner '{}' "
+                "nonce '{}'",
+                h->id, h->epoch, nonce(), h->record.epoch, h->record.owner.value_or(""),
+                h->record.owner_nonce.value_or(""));
     grant = SplitGranted{h->spec, h->epoch, h->record.progress, h->session};
   }
   MutexLock lk(mu_);
@@ -290,6 +298,9 @@ CommitResult HeldSplits::write_record(Held& h, const core::SplitRecord& next, co
       }
     }
     if (r.ok) {
+      ETLC_ASSERT(next.epoch == h.epoch && next.epoch >= h.record.epoch,
+                  "{} of split '{}' wrote epoch {} while held at epoch {} (record at {})", what,
+                  h.id, next.epoch, h.epoch, h.record.epoch);
       h.record = next;
       h.record_rev = r.revision;
       h.absent_rereads = 0;

@@ -12,6 +12,7 @@
 
 #include "core/completion.hpp"
 #include "core/keys.hpp"
+#include "core/protocol_assert.hpp"
 #include "log.hpp"
 #include "runtime/leadership.hpp"
 
@@ -293,6 +294,7 @@ bool Leadership::write_plan(const core::PlanRecord& next) {
     step_down("plan term moved past ours");
     return false;
   }
+  ETLC_ASSERT(term_ >= seen.term, "leading at term {} over a plan of term {}", term_, seen.term);
   views_.set_plan_view(std::move(seen), cur->revision);
   return false;
 }

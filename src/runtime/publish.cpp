@@ -17,6 +17,7 @@
 #include "core/assignment.hpp"
 #include "core/assignment_rules.hpp"
 #include "core/keys.hpp"
+#include "core/protocol_assert.hpp"
 #include "core/repair_rules.hpp"
 #include "core/stable_hash.hpp"
 #include "log.hpp"
@@ -117,6 +118,9 @@ void Leadership::publish_assignment(TimePoint now) {
   std::uint64_t written = 0;
   bool failed = false;
   for (std::size_t m = 0; m < in.members.size(); ++m) {
+    ETLC_ASSERT(out.by_member[m].size() <= in.members[m].lanes,
+                "assignment gives member '{}' {} splits, over its lane budget of {}",
+                in.members[m].id, out.by_member[m].size(), in.members[m].lanes);
     std::vector<std::string> splits;
     splits.reserve(out.by_member[m].size());
     for (std::uint32_t si : out.by_member[m]) splits.push_back(in.splits[si].id);

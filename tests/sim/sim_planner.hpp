@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/protocol_assert.hpp"
 #include "etlc/planner.hpp"
 #include "history.hpp"
 #include "rng.hpp"
@@ -30,6 +31,8 @@ class SimPlanner final : public Planner {
 
   Plan plan(const PlanContext& ctx) override {
     ++calls;
+    ETLC_ASSERT(!assert_on_first_call || calls > 1, "planner call {} of term {} (a test)", calls,
+                ctx.term);
     if (faults_on_ && rng_.chance(params_.faults.planner_fail)) {
       ++failures;
       trace_.add(time_.now(), TraceKind::fault, -1, "planner-failure",
@@ -63,6 +66,7 @@ class SimPlanner final : public Planner {
   }
 
   std::uint64_t calls = 0;
+  bool assert_on_first_call = false;  // RunOptions::assert_in_planner
   std::uint64_t failures = 0;
 
  private:

@@ -180,6 +180,21 @@ TEST(SimDeterminism, ReplayingARunOfAllUnderItsScenarioNameIsTheSameRun) {
 // With the epoch check on commits switched off (UnsafeTestHooks::commit_without_fence), a
 // zombie that resumes after its split was taken over overwrites the new owner's record. The
 // checker must see it within a bounded number of seeds; the same seed with the fence on passes.
+// A protocol assertion (ETLC_ASSERT) failing inside a run is a finding like an invariant: the
+// run stops and its report names the seed and the replay command.
+TEST(SimChecker, AFailedProtocolAssertionIsAFindingWithItsSeed) {
+  RunParams p = make_params(11, "calm", "");
+  RunOptions o;
+  o.assert_in_planner = true;
+  const RunResult r = run_simulation(p, o);
+  ASSERT_TRUE(r.violation.has_value());
+  EXPECT_EQ(r.violation->invariant, 0);
+  EXPECT_NE(r.violation->message.find("protocol assertion failed"), std::string::npos);
+  EXPECT_NE(r.report().find("seed 11"), std::string::npos) << r.report();
+  EXPECT_NE(r.report().find("replay:"), std::string::npos);
+  EXPECT_TRUE(run_simulation(p).ok());  // the same seed without the failing assertion
+}
+
 TEST(SimChecker, CommitsWithoutTheFenceAreCaught) {
   constexpr std::uint64_t kSeeds = 40;
   std::optional<RunResult> caught;

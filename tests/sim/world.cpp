@@ -4,12 +4,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <memory>
 #include <set>
+#include <utility>
 
 #include "core/keys.hpp"
+#include "core/protocol_assert.hpp"
 #include "core/repair_rules.hpp"
 #include "etlc/fault_injecting_store.hpp"
 #include "etlc/memory_store.hpp"
@@ -133,6 +137,7 @@ class World final : public FleetView {
         source_(Rng::stream(p_.seed, 3)),
         proc_(Rng::stream(p_.seed, 4)),
         planner_(std::make_shared<SimPlanner>(p_, faults_, faults_on_, trace_, time_)) {
+    planner_->assert_on_first_call = options.assert_in_planner;
     env_.time = &time_;
     env_.rng = &faults_;
     env_.trace = &trace_;
@@ -153,6 +158,7 @@ class World final : public FleetView {
   }
 
   RunResult run();
+  History& history() { return history_; }
 
   // FleetView
   const SimClock* clock_of(std::int32_t inc) const override {
@@ -1229,9 +1235,44 @@ std::string RunResult::report(std::size_t last) const {
   return out;
 }
 
+namespace {
+
+// The run whose protocol assertions (ETLC_ASSERT) this thread reports: a failure is a finding of
+// "invariant 0" with the seed and replay command, like any other. The runtime goes on after the
+// handler returns, and the run ends at its next event (World::run checks for a violation).
+thread_local History* g_asserting_run = nullptr;
+
+void record_assertion(const core::AssertFailure& f) {
+  const std::string what = fmt::format("protocol assertion failed at {}:{}: {} ({})", f.file,
+                                       f.line, f.message, f.expression);
+  if (g_asserting_run == nullptr) {
+    std::fprintf(stderr, "%s (outside a simulated run)\n", what.c_str());
+    std::abort();
+  }
+  g_asserting_run->fail(0, what);
+}
+
+// Installs the handler for the process (runs on other threads keep it too) and points this
+// thread's reports at one run's history for the guard's scope.
+class AssertionsToHistory {
+ public:
+  explicit AssertionsToHistory(History& h) : previous_run_(std::exchange(g_asserting_run, &h)) {
+    core::set_assert_handler(record_assertion);
+  }
+  ~AssertionsToHistory() { g_asserting_run = previous_run_; }
+  AssertionsToHistory(const AssertionsToHistory&) = delete;
+  AssertionsToHistory& operator=(const AssertionsToHistory&) = delete;
+
+ private:
+  History* previous_run_;
+};
+
+}  // namespace
+
 RunResult run_simulation(const RunParams& params, const RunOptions& options) {
   log().set_level(spdlog::level::off);
   World world(params, options);
+  AssertionsToHistory assertions(world.history());
   return world.run();
 }
 

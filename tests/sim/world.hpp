@@ -34,6 +34,9 @@ namespace etlc::sim {
 struct RunOptions {
   bool keep_full_trace = false;  // keep every trace record (determinism test, --trace)
   std::size_t tail = 400;        // trace records kept for a violation report
+  // The machinery's own test: the planner fails an ETLC_ASSERT on its first call, which must
+  // become a finding (invariant 0) with the seed.
+  bool assert_in_planner = false;
 };
 
 struct RunStats {

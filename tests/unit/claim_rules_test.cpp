@@ -139,5 +139,80 @@ TEST(ClaimRules, kinds_and_refusals_have_names) {
   EXPECT_EQ(to_string(ClaimRefusal::foreign_lease), "foreign_lease");
 }
 
+// --- phase 1: the lease step
+
+TEST(LeaseStep, no_lease_or_this_very_sessions_lease_proceeds) {
+  EXPECT_EQ(decide_lease_step(std::nullopt, "me", "n1", false), LeaseStep::proceed);
+  EXPECT_EQ(decide_lease_step(lease("me", "n1"), "me", "n1", true), LeaseStep::proceed);
+}
+
+TEST(LeaseStep, a_lease_of_an_earlier_process_of_ours_is_cleared_even_when_listed_live) {
+  EXPECT_EQ(decide_lease_step(lease("me", "n0"), "me", "n1", false), LeaseStep::clear_dead);
+  EXPECT_EQ(decide_lease_step(lease("me", "n0"), "me", "n1", true), LeaseStep::clear_dead);
+}
+
+TEST(LeaseStep, another_members_lease_waits_while_its_session_looks_live) {
+  EXPECT_EQ(decide_lease_step(lease("peer", "p1"), "me", "n1", true), LeaseStep::wait);
+  EXPECT_EQ(decide_lease_step(lease("peer", "p1"), "me", "n1", false), LeaseStep::clear_dead);
+}
+
+// --- phase 2: the claim's steps
+
+ClaimFacts facts(std::optional<std::string> spec_problem = std::nullopt) {
+  ClaimFacts f;
+  f.self_instance = "me";
+  f.self_nonce = "n2";
+  f.max_attempts = kCap;
+  f.spec_problem = std::move(spec_problem);
+  return f;
+}
+
+TEST(PlanClaim, a_claim_moves_the_epoch_by_one_and_an_adoption_keeps_it) {
+  const ClaimPlan claim = plan_claim(record(4), facts());
+  EXPECT_EQ(claim.action, ClaimAction::claim);
+  EXPECT_EQ(claim.epoch, 5u);
+  const ClaimPlan adopt = plan_claim(record(4, "me", "n2"), facts());
+  EXPECT_EQ(adopt.action, ClaimAction::adopt);
+  EXPECT_EQ(adopt.epoch, 4u);
+}
+
+TEST(PlanClaim, a_terminal_split_is_left_to_the_leader) {
+  SplitRecord done = record(3);
+  done.status = SplitStatus::completed;
+  EXPECT_EQ(plan_claim(done, facts()).action, ClaimAction::retry_later);
+  done.status = SplitStatus::quarantined;
+  EXPECT_EQ(plan_claim(done, facts()).action, ClaimAction::retry_later);
+}
+
+TEST(PlanClaim, a_takeover_at_the_cap_quarantines_unless_its_owner_lives) {
+  const SplitRecord crashed = record(7, "peer", "p1", kCap - 1);
+  const ClaimPlan p = plan_claim(crashed, facts());
+  EXPECT_EQ(p.action, ClaimAction::quarantine);
+  EXPECT_EQ(p.decision.attempts_after, kCap);
+  ClaimFacts live = facts();
+  live.owner_session_live = true;  // it released or never held it: no poison evidence
+  const ClaimPlan w = plan_claim(crashed, live);
+  EXPECT_EQ(w.action, ClaimAction::claim);
+  EXPECT_EQ(w.decision.attempts_after, kCap - 1);
+  EXPECT_FALSE(w.decision.consumes_attempt);
+}
+
+TEST(PlanClaim, a_benign_reclaim_from_our_own_earlier_session_consumes_no_attempt) {
+  const SplitRecord mine = record(2, "me", "n1", kCap - 1);
+  EXPECT_EQ(plan_claim(mine, facts()).action, ClaimAction::quarantine);
+  ClaimFacts benign = facts();
+  benign.owner_nonce_benign = true;
+  const ClaimPlan p = plan_claim(mine, benign);
+  EXPECT_EQ(p.action, ClaimAction::claim);
+  EXPECT_EQ(p.decision.kind, ClaimKind::reclaim);
+  EXPECT_EQ(p.decision.attempts_after, kCap - 1);
+}
+
+TEST(PlanClaim, an_unusable_spec_parks_the_split_at_the_next_epoch) {
+  const ClaimPlan p = plan_claim(record(4), facts("spec.s is unreadable"));
+  EXPECT_EQ(p.action, ClaimAction::park);
+  EXPECT_EQ(p.epoch, 5u);
+}
+
 }  // namespace
 }  // namespace etlc::core
