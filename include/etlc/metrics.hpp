@@ -169,11 +169,9 @@ class MetricsRegistry {
   // call once and keep the reference rather than looking a series up on every update.
   Counter& counter(std::string_view name, std::string_view help, Labels labels = {})
       ETLC_EXCLUDES(mu_);
-  Gauge& gauge(std::string_view name, std::string_view help, Labels labels = {})
-      ETLC_EXCLUDES(mu_);
+  Gauge& gauge(std::string_view name, std::string_view help, Labels labels = {}) ETLC_EXCLUDES(mu_);
   Histogram& histogram(std::string_view name, std::string_view help,
-                       std::span<const double> upper_bounds, Labels labels = {})
-      ETLC_EXCLUDES(mu_);
+                       std::span<const double> upper_bounds, Labels labels = {}) ETLC_EXCLUDES(mu_);
 
   // Every family and series, sorted (families by name, series by label values).
   MetricsSnapshot snapshot() const ETLC_EXCLUDES(mu_);

@@ -176,7 +176,8 @@ std::optional<Event> Coordinator::poll() {
 }
 
 std::optional<Event> Coordinator::wait_event(std::chrono::milliseconds timeout) {
-  return loop_->is_threaded() ? member_->splits().wait_event(timeout) : member_->splits().poll_event();
+  return loop_->is_threaded() ? member_->splits().wait_event(timeout)
+                              : member_->splits().poll_event();
 }
 
 CommitResult Coordinator::commit(std::string_view split_id, const SplitProgress& progress,

@@ -108,7 +108,8 @@ class MemoryStoreCore : public std::enable_shared_from_this<MemoryStoreCore> {
     return result;
   }
 
-  WriteResult update(std::string_view key, std::string_view value, Revision expected) ETLC_EXCLUDES(mu_) {
+  WriteResult update(std::string_view key, std::string_view value, Revision expected)
+      ETLC_EXCLUDES(mu_) {
     validate_key(key);
     validate_value(key, value);
     std::vector<WatchStatePtr> to_notify;
