@@ -338,7 +338,7 @@ MetricsRegistry::Series& MetricsRegistry::series(std::string_view name, std::str
     values.push_back(v);
   }
 
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto fam_it = families_.find(name);
   Family* fam = fam_it == families_.end() ? nullptr : fam_it->second.get();
   if (fam != nullptr) {
@@ -433,7 +433,7 @@ Histogram& MetricsRegistry::histogram(std::string_view name, std::string_view he
 
 MetricsSnapshot MetricsRegistry::snapshot() const {
   MetricsSnapshot snap;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   snap.families.reserve(families_.size());
   for (const auto& [name, fam] : families_) {
     MetricFamilySnapshot f;

@@ -64,7 +64,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -72,6 +71,7 @@
 #include <vector>
 
 #include "etlc/clock.hpp"
+#include "etlc/detail/mutex.hpp"
 #include "etlc/planner.hpp"
 #include "etlc/split.hpp"
 #include "etlc/store.hpp"
@@ -361,7 +361,7 @@ class JobAdmin {
 
   // The whole picture: leader, plan, split counts, members, moves in flight, balance. Lists the
   // job's leader/plan, member, lease, assign, cordon and split records: O(splits) work and memory.
-  JobStatus status();
+  JobStatus status() ETLC_EXCLUDES(mu_);
 
   // Split records (and their leases) matching `filter`, sorted by id.
   SplitListing splits(const SplitFilter& filter = {});
@@ -422,9 +422,9 @@ class JobAdmin {
 
   KvStore& store_;
   const Clock& clock_;
-  std::mutex mu_;  // guards the observation memory below
-  std::optional<SeenLeader> seen_leader_;
-  std::map<std::string, SeenSession, std::less<>> seen_sessions_;
+  Mutex mu_;  // guards the observation memory below
+  std::optional<SeenLeader> seen_leader_ ETLC_GUARDED_BY(mu_);
+  std::map<std::string, SeenSession, std::less<>> seen_sessions_ ETLC_GUARDED_BY(mu_);
 };
 
 }  // namespace etlc

@@ -24,7 +24,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -32,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "etlc/detail/mutex.hpp"
 #include "etlc/errors.hpp"
 
 namespace etlc {
@@ -167,13 +167,14 @@ class MetricsRegistry {
   // (histograms) other bounds; a limit would be exceeded. Histogram bounds must be finite and
   // strictly increasing (at least one; +Inf is added implicitly). Takes the registry mutex:
   // call once and keep the reference rather than looking a series up on every update.
-  Counter& counter(std::string_view name, std::string_view help, Labels labels = {});
-  Gauge& gauge(std::string_view name, std::string_view help, Labels labels = {});
+  Counter& counter(std::string_view name, std::string_view help, Labels labels = {})
+      ETLC_EXCLUDES(mu_);
+  Gauge& gauge(std::string_view name, std::string_view help, Labels labels = {}) ETLC_EXCLUDES(mu_);
   Histogram& histogram(std::string_view name, std::string_view help,
-                       std::span<const double> upper_bounds, Labels labels = {});
+                       std::span<const double> upper_bounds, Labels labels = {}) ETLC_EXCLUDES(mu_);
 
   // Every family and series, sorted (families by name, series by label values).
-  MetricsSnapshot snapshot() const;
+  MetricsSnapshot snapshot() const ETLC_EXCLUDES(mu_);
 
   // Text exposition format 0.0.4: per family "# HELP" and "# TYPE" lines once, then its series
   // (families sorted by name, series by label values). Help escapes \ and newline; label values
@@ -181,17 +182,17 @@ class MetricsRegistry {
   // every bound and le="+Inf", then name_sum and name_count. A family with no series renders
   // only its HELP and TYPE lines. Values: integers for counters and bucket counts, shortest
   // round-trip decimal for doubles, "+Inf", "-Inf", "NaN".
-  std::string render_prometheus() const;
+  std::string render_prometheus() const ETLC_EXCLUDES(mu_);
 
  private:
   struct Family;
   struct Series;
   Series& series(std::string_view name, std::string_view help, MetricType type,
-                 std::span<const double> upper_bounds, Labels labels);
+                 std::span<const double> upper_bounds, Labels labels) ETLC_EXCLUDES(mu_);
 
-  mutable std::mutex mu_;
-  std::map<std::string, std::unique_ptr<Family>, std::less<>> families_;
-  std::size_t series_count_ = 0;
+  mutable Mutex mu_;
+  std::map<std::string, std::unique_ptr<Family>, std::less<>> families_ ETLC_GUARDED_BY(mu_);
+  std::size_t series_count_ ETLC_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace etlc

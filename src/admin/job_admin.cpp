@@ -27,7 +27,7 @@ JobStatus JobAdmin::status() {
   const admin::JobSnapshot snap = admin::read_snapshot(store_, parts);
   JobStatus st = admin::build_status(snap);
 
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   const Clock::time_point now = clock_.now();
   if (st.leader) {
     LeaderStatus& l = *st.leader;

@@ -11,9 +11,9 @@
 #include <sys/socket.h>
 
 #include <atomic>
-#include <mutex>
 #include <thread>
 
+#include "etlc/detail/mutex.hpp"
 #include "etlc/metrics.hpp"
 
 namespace etlc {
@@ -45,8 +45,8 @@ struct MetricsServer::Impl {
   std::thread listener;
   std::atomic<bool> listen_returned{false};
   std::uint16_t port = 0;
-  std::mutex stop_mu;
-  bool stopped = false;
+  Mutex stop_mu;  // serialises stop(): the destructor's and a failed start's, and the owner's
+  bool stopped ETLC_GUARDED_BY(stop_mu) = false;
 };
 
 MetricsServer::MetricsServer(std::shared_ptr<const MetricsRegistry> registry,
@@ -129,7 +129,7 @@ MetricsServer::~MetricsServer() {
 }
 
 void MetricsServer::stop() {
-  std::lock_guard lk(impl_->stop_mu);
+  MutexLock lk(impl_->stop_mu);
   if (impl_->stopped) return;
   impl_->stopped = true;
   impl_->server.stop();

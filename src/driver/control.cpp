@@ -29,11 +29,14 @@ std::optional<DriverResult> Driver::Impl::control(std::chrono::milliseconds wait
   if (events_matter) {
     take_events(wait);
   } else if (wait.count() > 0) {
-    std::unique_lock lk(mu_);
-    work_cv_.wait_for(lk, wait, [&] { return live_count_ == 0; });
+    const auto deadline = std::chrono::steady_clock::now() + wait;
+    MutexLock lk(mu_);
+    while (live_count_ != 0 && std::chrono::steady_clock::now() < deadline) {
+      work_cv_.wait_until(mu_, deadline);
+    }
   }
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     promote_due_locked();
   }
   work_cv_.notify_all();
@@ -66,9 +69,10 @@ void Driver::Impl::force_lanes_if_due() {
   if (phase_ != Phase::stopping || lanes_forced_ || clock_.now() < stop_deadline_) return;
   lanes_forced_ = true;
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     for (auto& [id, slots] : live_) {
       for (auto& s : slots) {
+        driver::FlagsHeld flags(*s, held(mu_));
         s->forced = true;
         s->stop.request_stop();
         wake_locked(s);
@@ -95,7 +99,7 @@ void Driver::Impl::take_events(std::chrono::milliseconds wait) {
 
 std::optional<DriverResult> Driver::Impl::finish_if_quiet() {
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     if (live_count_ > 0) return std::nullopt;
   }
   DriverResult r = pending_result_;
@@ -120,9 +124,10 @@ void Driver::Impl::begin_stopping(DriverExit exit, std::string message) {
   pending_result_ = DriverResult{exit, std::move(message)};
   stop_deadline_ = clock_.now() + options_.shutdown_timeout;
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     for (auto& [id, slots] : live_) {
       for (auto& s : slots) {
+        driver::FlagsHeld flags(*s, held(mu_));
         s->shutdown = true;
         wake_locked(s);
       }
@@ -134,9 +139,10 @@ void Driver::Impl::begin_stopping(DriverExit exit, std::string message) {
 // abort_lanes: abort() (close as aborted); otherwise the member is gone (close as lost).
 void Driver::Impl::stop_all_lanes(bool abort_lanes) {
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     for (auto& [id, slots] : live_) {
       for (auto& s : slots) {
+        driver::FlagsHeld flags(*s, held(mu_));
         if (abort_lanes) {
           s->abort = true;
         } else {
@@ -160,7 +166,7 @@ void Driver::Impl::handle(Event event) {
                  [&](SplitQuarantined& q) {
                    log().warn("etlc: {}: split '{}' quarantined after {} attempts", instance_,
                               q.split_id, q.attempts);
-                   std::lock_guard lk(mu_);
+                   MutexLock lk(mu_);
                    ++stats_.quarantined;
                  },
                  [&](AllComplete& c) {
@@ -175,9 +181,10 @@ void Driver::Impl::handle(Event event) {
 
 void Driver::Impl::on_granted(SplitGranted grant) {
   if (phase_ != Phase::running) return;  // stopping: the member's shutdown releases it
-  auto s = std::make_shared<Slot>();
+  auto s = std::make_shared<Slot>(mu_);
   s->grant = std::move(grant);
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
+  driver::FlagsHeld flags(*s, held(mu_));
   s->serial = ++next_serial_;
   ++stats_.granted;
   if (s->grant.progress.watermark > 0) ++stats_.resumed;
@@ -199,7 +206,8 @@ void Driver::Impl::on_revoke(const RevokeRequested& r) {
     return;  // revokes an earlier tenancy; this lane's is not revoked
   }
   if (s) {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
+    driver::FlagsHeld flags(*s, held(mu_));
     s->drain = true;
     wake_locked(s);
     return;
@@ -217,7 +225,8 @@ void Driver::Impl::on_lost(const SplitLost& l) {
   if (!s) return;
   log().info("etlc: {}: split '{}' lost ({}): stopping its lane", instance_, l.split_id,
              to_string(l.reason));
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
+  driver::FlagsHeld flags(*s, held(mu_));
   s->lost = true;
   s->stop.request_stop();
   wake_locked(s);

@@ -59,7 +59,7 @@ void Driver::abort() noexcept {
 }
 
 DriverStats Driver::stats() const {
-  std::lock_guard lk(impl_->mu_);
+  MutexLock lk(impl_->mu_);
   return impl_->stats_;
 }
 
@@ -105,9 +105,12 @@ std::optional<DriverResult> Driver::Impl::step() {
   if (auto r = control(std::chrono::milliseconds(0))) return r;
   std::deque<SlotPtr> batch;
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     batch.swap(ready_);
-    for (auto& s : batch) s->where = Slot::Where::running;
+    for (auto& s : batch) {
+      driver::FlagsHeld flags(*s, held(mu_));
+      s->where = Slot::Where::running;
+    }
   }
   for (auto& s : batch) after_turn(s, turn(*s));
   if (phase_ == Phase::stopping) return finish_if_quiet();
@@ -118,11 +121,12 @@ void Driver::Impl::worker_loop() {
   for (;;) {
     SlotPtr s;
     {
-      std::unique_lock lk(mu_);
-      while (!workers_stop_ && ready_.empty()) work_cv_.wait_for(lk, options_.poll_interval);
+      MutexLock lk(mu_);
+      while (!workers_stop_ && ready_.empty()) work_cv_.wait_for(mu_, options_.poll_interval);
       if (ready_.empty()) return;  // workers_stop_
       s = ready_.front();
       ready_.pop_front();
+      driver::FlagsHeld flags(*s, held(mu_));
       s->where = Slot::Where::running;
     }
     after_turn(s, turn(*s));
@@ -131,7 +135,7 @@ void Driver::Impl::worker_loop() {
 
 void Driver::Impl::stop_workers() {
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     workers_stop_ = true;
   }
   work_cv_.notify_all();

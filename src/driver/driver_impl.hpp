@@ -13,13 +13,11 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -27,6 +25,7 @@
 #include <vector>
 
 #include "driver/slot.hpp"
+#include "etlc/detail/mutex.hpp"
 #include "etlc/driver.hpp"
 
 namespace etlc {
@@ -51,57 +50,59 @@ struct Driver::Impl {
   ~Impl();
 
   // driver.cpp
-  DriverResult run();
-  std::optional<DriverResult> step();
-  void worker_loop();
-  void stop_workers();
+  DriverResult run() ETLC_EXCLUDES(mu_);
+  std::optional<DriverResult> step() ETLC_EXCLUDES(mu_);
+  void worker_loop() ETLC_EXCLUDES(mu_);
+  void stop_workers() ETLC_EXCLUDES(mu_);
 
   // control.cpp
-  std::optional<DriverResult> control(std::chrono::milliseconds wait);
-  void take_requests();
-  void force_lanes_if_due();
-  void take_events(std::chrono::milliseconds wait);
-  void handle(Event event);
-  void on_granted(SplitGranted grant);
-  void on_revoke(const RevokeRequested& revoke);
-  void on_lost(const SplitLost& loss);
-  void on_stalled(const Stalled& stall);
-  void on_fatal(const Fatal& fatal);
-  void begin_stopping(DriverExit exit, std::string message);
-  void stop_all_lanes(bool abort_lanes);
-  std::optional<DriverResult> finish_if_quiet();
+  std::optional<DriverResult> control(std::chrono::milliseconds wait) ETLC_EXCLUDES(mu_);
+  void take_requests() ETLC_EXCLUDES(mu_);
+  void force_lanes_if_due() ETLC_EXCLUDES(mu_);
+  void take_events(std::chrono::milliseconds wait) ETLC_EXCLUDES(mu_);
+  void handle(Event event) ETLC_EXCLUDES(mu_);
+  void on_granted(SplitGranted grant) ETLC_EXCLUDES(mu_);
+  void on_revoke(const RevokeRequested& revoke) ETLC_EXCLUDES(mu_);
+  void on_lost(const SplitLost& loss) ETLC_EXCLUDES(mu_);
+  void on_stalled(const Stalled& stall) ETLC_EXCLUDES(mu_);
+  void on_fatal(const Fatal& fatal) ETLC_EXCLUDES(mu_);
+  void begin_stopping(DriverExit exit, std::string message) ETLC_EXCLUDES(mu_);
+  void stop_all_lanes(bool abort_lanes) ETLC_EXCLUDES(mu_);
+  std::optional<DriverResult> finish_if_quiet() ETLC_EXCLUDES(mu_);
 
   // slot_table.cpp
-  SlotPtr newest_live_slot(const std::string& id);
-  void wake_locked(const SlotPtr& slot);
-  void promote_due_locked();
-  void after_turn(const SlotPtr& slot, Turn t);
-  Turn close_slot(Slot& slot, LaneEnd end);  // always Turn::closed
-  void forget_durable(const std::string& id);
+  SlotPtr newest_live_slot(const std::string& id) ETLC_EXCLUDES(mu_);
+  void wake_locked(const SlotPtr& slot) ETLC_REQUIRES(mu_);
+  void promote_due_locked() ETLC_REQUIRES(mu_);
+  void after_turn(const SlotPtr& slot, Turn t) ETLC_EXCLUDES(mu_);
+  Turn close_slot(Slot& slot, LaneEnd end) ETLC_EXCLUDES(mu_);  // always Turn::closed
+  void forget_durable(const std::string& id) ETLC_EXCLUDES(mu_);
 
   // lane_open.cpp
-  std::optional<Turn> open_lane(Slot& slot, const TurnStart& t);
-  SplitProgress resume_point(const Slot& slot);
-  std::optional<Turn> open_sink_fence(Slot& slot, SplitProgress& resume, Clock::time_point now);
-  void open_user_lane(Slot& slot, const SplitProgress& resume);
+  std::optional<Turn> open_lane(Slot& slot, const TurnStart& t) ETLC_EXCLUDES(mu_);
+  SplitProgress resume_point(const Slot& slot) ETLC_EXCLUDES(mu_);
+  std::optional<Turn> open_sink_fence(Slot& slot, SplitProgress& resume, Clock::time_point now)
+      ETLC_EXCLUDES(mu_);
+  void open_user_lane(Slot& slot, const SplitProgress& resume) ETLC_EXCLUDES(mu_);
 
   // lane_turn.cpp
-  Turn turn(Slot& slot);
-  std::optional<Turn> run_lane(Slot& slot, const TurnStart& t);
-  std::optional<Turn> drain_lane(Slot& slot, const TurnStart& t);
-  std::optional<Turn> commit_due(Slot& slot, const TurnStart& t);
-  std::optional<Turn> step_lane(Slot& slot);
-  std::optional<Turn> complete_split(Slot& slot, const TurnStart& t);
-  std::optional<Turn> fail_split(Slot& slot, const TurnStart& t);
-  std::optional<Turn> commit_final(Slot& slot, const TurnStart& t);
-  std::optional<Turn> release_split(Slot& slot, const TurnStart& t);
-  Outcome fenced_call(Slot& slot, const char* what, const std::function<CommitResult()>& fn);
-  Outcome commit_progress(Slot& slot, const SplitProgress& progress);
-  Turn decline(Slot& slot);
-  Turn retry_later(Slot& slot, Clock::time_point now);
-  void poison(Slot& slot, std::string why);
-  void sink_refused_batch(Slot& slot, std::string why);
-  bool lapsed(Slot& slot);
+  Turn turn(Slot& slot) ETLC_EXCLUDES(mu_);
+  std::optional<Turn> run_lane(Slot& slot, const TurnStart& t) ETLC_EXCLUDES(mu_);
+  std::optional<Turn> drain_lane(Slot& slot, const TurnStart& t) ETLC_EXCLUDES(mu_);
+  std::optional<Turn> commit_due(Slot& slot, const TurnStart& t) ETLC_EXCLUDES(mu_);
+  std::optional<Turn> step_lane(Slot& slot) ETLC_EXCLUDES(mu_);
+  std::optional<Turn> complete_split(Slot& slot, const TurnStart& t) ETLC_EXCLUDES(mu_);
+  std::optional<Turn> fail_split(Slot& slot, const TurnStart& t) ETLC_EXCLUDES(mu_);
+  std::optional<Turn> commit_final(Slot& slot, const TurnStart& t) ETLC_EXCLUDES(mu_);
+  std::optional<Turn> release_split(Slot& slot, const TurnStart& t) ETLC_EXCLUDES(mu_);
+  Outcome fenced_call(Slot& slot, const char* what, const std::function<CommitResult()>& fn)
+      ETLC_EXCLUDES(mu_);
+  Outcome commit_progress(Slot& slot, const SplitProgress& progress) ETLC_EXCLUDES(mu_);
+  Turn decline(Slot& slot) ETLC_EXCLUDES(mu_);
+  Turn retry_later(Slot& slot, Clock::time_point now) ETLC_EXCLUDES(mu_);
+  void poison(Slot& slot, std::string why) ETLC_EXCLUDES(mu_);
+  void sink_refused_batch(Slot& slot, std::string why) ETLC_EXCLUDES(mu_);
+  bool lapsed(Slot& slot) ETLC_EXCLUDES(mu_);
 
   const std::shared_ptr<MemberApi> member_;
   const std::shared_ptr<SplitSource> source_;
@@ -122,17 +123,19 @@ struct Driver::Impl {
   bool lanes_forced_ = false;
   std::vector<std::thread> workers_;
 
-  mutable std::mutex mu_;  // guards everything below and every Slot's control flags
-  std::condition_variable work_cv_;
-  std::deque<SlotPtr> ready_;
-  std::vector<SlotPtr> delayed_;
-  std::map<std::string, std::vector<SlotPtr>> live_;  // id -> open slots, oldest first
+  // Guards everything below and every Slot's control flags (Slot::mu names it; FlagsHeld).
+  mutable Mutex mu_;
+  CondVar work_cv_;
+  std::deque<SlotPtr> ready_ ETLC_GUARDED_BY(mu_);
+  std::vector<SlotPtr> delayed_ ETLC_GUARDED_BY(mu_);
+  // id -> open slots, oldest first
+  std::map<std::string, std::vector<SlotPtr>> live_ ETLC_GUARDED_BY(mu_);
   // id -> (epoch, last durable progress we wrote in it)
-  std::map<std::string, std::pair<std::uint64_t, SplitProgress>> last_durable_;
-  std::size_t live_count_ = 0;
-  bool workers_stop_ = false;
-  DriverStats stats_;
-  std::uint64_t next_serial_ = 0;
+  std::map<std::string, std::pair<std::uint64_t, SplitProgress>> last_durable_ ETLC_GUARDED_BY(mu_);
+  std::size_t live_count_ ETLC_GUARDED_BY(mu_) = 0;
+  bool workers_stop_ ETLC_GUARDED_BY(mu_) = false;
+  DriverStats stats_ ETLC_GUARDED_BY(mu_);
+  std::uint64_t next_serial_ ETLC_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace etlc

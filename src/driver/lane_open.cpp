@@ -43,7 +43,7 @@ SplitProgress Driver::Impl::resume_point(const Slot& s) {
   SplitProgress resume = s.grant.progress;
   // A commit of an older tenancy of ours may have landed after this grant was issued (it raced
   // the loss): resume from it, so the lane never reports progress below the record.
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   // Only for our own next tenancy (or an adopted one): a grant two or more epochs later follows
   // someone else's tenancy or an operator's `etlc seek` (which bumps the epoch), and its progress
   // is the truth even when it is lower than ours.
@@ -72,14 +72,15 @@ std::optional<Driver::Impl::Turn> Driver::Impl::open_sink_fence(Slot& s, SplitPr
   if (f.status == FenceStatus::retryable) {
     log().warn("etlc: {}: the sink fence of split '{}' could not be opened (retrying): {}",
                instance_, id, f.detail);
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
+    driver::FlagsHeld flags(s, held(mu_));
     s.not_before = now + options_.retry_backoff;
     ++stats_.commit_retries;
     return Turn::later;
   }
   if (f.status == FenceStatus::refused) {
     {
-      std::lock_guard lk(mu_);
+      MutexLock lk(mu_);
       ++stats_.sink_refused;
     }
     s.sink_refused = true;
@@ -93,7 +94,7 @@ std::optional<Driver::Impl::Turn> Driver::Impl::open_sink_fence(Slot& s, SplitPr
     log().info("etlc: {}: split '{}' resumes at the sink's watermark {} (the record has {})",
                instance_, id, f.progress.watermark, resume.watermark);
     resume = f.progress;
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     ++stats_.sink_resumed;
   }
   return std::nullopt;
@@ -108,7 +109,7 @@ void Driver::Impl::open_user_lane(Slot& s, const SplitProgress& resume) {
   try {
     s.lane = source_->open(ctx);
     if (!s.lane) throw std::runtime_error("the source returned no lane");
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     ++stats_.lanes_open;
   } catch (const std::exception& e) {
     s.reason = fmt::format("opening a lane failed: {}", e.what());

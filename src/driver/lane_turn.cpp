@@ -40,7 +40,8 @@ Driver::Impl::Turn Driver::Impl::turn(Slot& s) {
   TurnStart t;
   bool lost, aborted, forced;
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
+    driver::FlagsHeld flags(s, held(mu_));
     lost = s.lost;
     t.drain = s.drain;
     t.shutdown = s.shutdown;
@@ -268,7 +269,8 @@ std::optional<Driver::Impl::Turn> Driver::Impl::release_split(Slot& s, const Tur
 Driver::Impl::Outcome Driver::Impl::fenced_call(Slot& s, const char* what,
                                                 const std::function<CommitResult()>& fn) {
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
+    driver::FlagsHeld flags(s, held(mu_));
     if (s.lost || s.abort) return Outcome::lost;
   }
   if (lapsed(s)) return Outcome::lost;
@@ -282,14 +284,16 @@ Driver::Impl::Outcome Driver::Impl::fenced_call(Slot& s, const char* what,
     log().warn("etlc: {}: {} of split '{}' failed: {}", instance_, what, s.id(), e.what());
     r = CommitResult{CommitStatus::retryable, e.what()};
   }
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   switch (r.status) {
     case CommitStatus::durable:
       return Outcome::done;
-    case CommitStatus::fenced:
+    case CommitStatus::fenced: {
+      driver::FlagsHeld flags(s, held(mu_));
       s.ended = true;
       log().info("etlc: {}: {} of split '{}' fenced: {}", instance_, what, s.id(), r.detail);
       return Outcome::lost;
+    }
     case CommitStatus::retryable:
       ++stats_.commit_retries;
       return Outcome::retry;
@@ -311,7 +315,7 @@ Driver::Impl::Outcome Driver::Impl::commit_progress(Slot& s, const SplitProgress
   const Outcome o = fenced_call(s, "commit", [&] { return member_->commit(s.id(), p, epoch); });
   if (o == Outcome::done) {
     s.committed = p;
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     ++stats_.commits;
     auto [it, fresh] = last_durable_.try_emplace(s.id(), epoch, p);
     if (!fresh && (it->second.first < epoch ||
@@ -325,7 +329,8 @@ Driver::Impl::Outcome Driver::Impl::commit_progress(Slot& s, const SplitProgress
 // The lane refused a revocation (or its final commit was refused): the release is forced.
 Driver::Impl::Turn Driver::Impl::decline(Slot& s) {
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
+    driver::FlagsHeld flags(s, held(mu_));
     s.ended = true;  // the forced release's SplitLost must not hit a newer lane
     ++stats_.declined;
   }
@@ -339,7 +344,8 @@ Driver::Impl::Turn Driver::Impl::decline(Slot& s) {
 }
 
 Driver::Impl::Turn Driver::Impl::retry_later(Slot& s, Clock::time_point now) {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
+  driver::FlagsHeld flags(s, held(mu_));
   s.not_before = now + options_.retry_backoff;
   return Turn::later;
 }
@@ -352,7 +358,7 @@ void Driver::Impl::poison(Slot& s, std::string why) {
 // The sink refused a batch (its fence stands at a newer epoch): see open_sink_fence.
 void Driver::Impl::sink_refused_batch(Slot& s, std::string why) {
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     ++stats_.sink_refused;
   }
   s.sink_refused = true;
@@ -365,7 +371,8 @@ void Driver::Impl::sink_refused_batch(Slot& s, std::string why) {
 // True (and the slot marked ended) when the session of the slot's grant may have lapsed.
 bool Driver::Impl::lapsed(Slot& s) {
   if (member_->session_live(s.grant.session)) return false;
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
+  driver::FlagsHeld flags(s, held(mu_));
   if (!s.ended) {
     s.ended = true;  // a SplitLost that follows must not hit a newer lane of the split
     ++stats_.lapsed;

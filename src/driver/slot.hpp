@@ -2,17 +2,21 @@
 //
 // Two kinds of state with two owners:
 //  * control flags (lost, drain, shutdown, abort, forced, ended, where, not_before) are guarded by
-//    Driver::Impl::mu_; the control thread sets the requests, the worker reads them at each turn;
+//    Driver::Impl::mu_, which the slot names as `mu`; the control thread sets the requests, the
+//    worker reads them at each turn. Code holding the driver's lock touches them through a
+//    FlagsHeld (below), so the analysis checks both names;
 //  * lane state (lane, work, committed, ...) belongs to the one thread running the slot's turn
 //    (a slot is in the ready queue, running, delayed, waiting or closed, never two at once).
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <stop_token>
 #include <string>
 
 #include "etlc/clock.hpp"
+#include "etlc/detail/mutex.hpp"
 #include "etlc/events.hpp"
 #include "etlc/split.hpp"
 #include "etlc/split_source.hpp"
@@ -37,19 +41,22 @@ struct Slot {
     shutdown_commit,  // stopping and drained: commit final_progress, then close
   };
 
+  // `driver_mu`: the driver's mutex (Driver::Impl::mu_), which guards the control flags.
+  explicit Slot(Mutex& driver_mu) : mu(driver_mu) {}
+
   std::uint64_t serial = 0;
   SplitGranted grant;
   std::stop_source stop;
 
-  // Guarded by Driver::Impl::mu_.
-  Where where = Where::ready;
-  bool lost = false;      // SplitLost: stop now, never commit again
-  bool drain = false;     // RevokeRequested
-  bool shutdown = false;  // graceful stop of the driver
-  bool abort = false;     // abort(): stop now, nothing more
-  bool forced = false;    // the shutdown deadline passed: close without a final commit
-  bool ended = false;     // the worker reached a terminal outcome; events no longer apply
-  Clock::time_point not_before{};
+  Mutex& mu;  // the driver's
+  Where where ETLC_GUARDED_BY(mu) = Where::ready;
+  bool lost ETLC_GUARDED_BY(mu) = false;      // SplitLost: stop now, never commit again
+  bool drain ETLC_GUARDED_BY(mu) = false;     // RevokeRequested
+  bool shutdown ETLC_GUARDED_BY(mu) = false;  // graceful stop of the driver
+  bool abort ETLC_GUARDED_BY(mu) = false;     // abort(): stop now, nothing more
+  bool forced ETLC_GUARDED_BY(mu) = false;  // the shutdown deadline passed: close, no final commit
+  bool ended ETLC_GUARDED_BY(mu) = false;   // the worker reached a terminal outcome
+  Clock::time_point not_before ETLC_GUARDED_BY(mu){};
 
   // Owned by the thread running the turn.
   std::unique_ptr<Lane> lane;
@@ -62,6 +69,22 @@ struct Slot {
   Clock::time_point next_commit_at{};
 
   const std::string& id() const { return grant.spec.id; }
+};
+
+// For its scope, lets the holder of the driver's mutex touch `slot`'s control flags: the analysis
+// sees Impl::mu_ and slot.mu as two locks, though they are one Mutex. Construct it as
+// `FlagsHeld flags(slot, held(mu_))`: held() makes the analysis check that mu_ is held, the
+// constructor checks (always, it is one compare) that slot.mu is that very mutex, and the flags
+// count as locked until the scope ends. It locks nothing itself; declare it after the MutexLock
+// it relies on, in the same or an inner scope.
+class ETLC_SCOPED_CAPABILITY FlagsHeld {
+ public:
+  FlagsHeld(const Slot& slot, const Mutex& driver_mu) ETLC_ACQUIRE(slot.mu) {
+    if (&slot.mu != &driver_mu) std::abort();  // a slot of another driver: a bug, not an input
+  }
+  ~FlagsHeld() ETLC_RELEASE() {}
+  FlagsHeld(const FlagsHeld&) = delete;
+  FlagsHeld& operator=(const FlagsHeld&) = delete;
 };
 
 }  // namespace etlc::driver

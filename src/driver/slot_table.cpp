@@ -31,10 +31,11 @@ void count_end(DriverStats& stats, LaneEnd end) {
 }  // namespace
 
 Driver::Impl::SlotPtr Driver::Impl::newest_live_slot(const std::string& id) {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   auto it = live_.find(id);
   if (it == live_.end()) return nullptr;
   for (auto s = it->second.rbegin(); s != it->second.rend(); ++s) {
+    driver::FlagsHeld flags(**s, held(mu_));
     if (!(*s)->ended && !(*s)->lost && !(*s)->abort) return *s;
   }
   return nullptr;
@@ -42,6 +43,7 @@ Driver::Impl::SlotPtr Driver::Impl::newest_live_slot(const std::string& id) {
 
 // A request arrived for `slot`: a delayed slot must not wait for its retry time. mu_ held.
 void Driver::Impl::wake_locked(const SlotPtr& slot) {
+  driver::FlagsHeld flags(*slot, held(mu_));
   if (slot->where == Slot::Where::delayed) {
     delayed_.erase(std::remove(delayed_.begin(), delayed_.end(), slot), delayed_.end());
     slot->where = Slot::Where::ready;
@@ -57,6 +59,7 @@ void Driver::Impl::wake_locked(const SlotPtr& slot) {
 void Driver::Impl::promote_due_locked() {
   const auto now = clock_.now();
   for (auto it = delayed_.begin(); it != delayed_.end();) {
+    driver::FlagsHeld flags(**it, held(mu_));
     if ((*it)->not_before <= now) {
       (*it)->where = Slot::Where::ready;
       ready_.push_back(*it);
@@ -68,13 +71,14 @@ void Driver::Impl::promote_due_locked() {
 }
 
 void Driver::Impl::forget_durable(const std::string& id) {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   last_durable_.erase(id);
 }
 
 void Driver::Impl::after_turn(const SlotPtr& slot, Turn t) {
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
+    driver::FlagsHeld flags(*slot, held(mu_));
     if (t == Turn::closed || slot->where != Slot::Where::running) return;
     const bool urgent = slot->lost || slot->abort || slot->forced;
     if (t == Turn::again || urgent) {
@@ -101,9 +105,10 @@ Driver::Impl::Turn Driver::Impl::close_slot(Slot& slot, LaneEnd end) {
     slot.lane.reset();
   }
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     if (had_lane && stats_.lanes_open > 0) --stats_.lanes_open;
     count_end(stats_, end);
+    driver::FlagsHeld flags(slot, held(mu_));
     slot.ended = true;
     slot.where = Slot::Where::closed;
     auto it = live_.find(slot.id());
@@ -113,9 +118,12 @@ Driver::Impl::Turn Driver::Impl::close_slot(Slot& slot, LaneEnd end) {
               v.end());
       if (v.empty()) {
         live_.erase(it);
-      } else if (v.front()->where == Slot::Where::waiting) {
-        v.front()->where = Slot::Where::ready;
-        ready_.push_back(v.front());
+      } else {
+        driver::FlagsHeld next(*v.front(), held(mu_));
+        if (v.front()->where == Slot::Where::waiting) {
+          v.front()->where = Slot::Where::ready;
+          ready_.push_back(v.front());
+        }
       }
     }
     --live_count_;

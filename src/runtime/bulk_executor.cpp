@@ -23,7 +23,7 @@ PooledBulkExecutor::PooledBulkExecutor(std::size_t threads) {
 
 PooledBulkExecutor::~PooledBulkExecutor() {
   {
-    std::lock_guard lk(mu_);
+    MutexLock lk(mu_);
     stop_ = true;
   }
   work_cv_.notify_all();
@@ -32,13 +32,13 @@ PooledBulkExecutor::~PooledBulkExecutor() {
 
 void PooledBulkExecutor::run_all(std::vector<std::function<void()>>& tasks) {
   if (tasks.empty()) return;
-  std::unique_lock lk(mu_);
+  MutexLock lk(mu_);
   batch_ = &tasks;
   errors_.assign(tasks.size(), nullptr);
   next_ = 0;
   finished_ = 0;
   work_cv_.notify_all();
-  done_cv_.wait(lk, [&] { return finished_ == tasks.size(); });
+  while (finished_ != tasks.size()) done_cv_.wait(mu_);
   batch_ = nullptr;
   for (auto& e : errors_) {
     if (e) std::rethrow_exception(e);
@@ -46,20 +46,23 @@ void PooledBulkExecutor::run_all(std::vector<std::function<void()>>& tasks) {
 }
 
 void PooledBulkExecutor::worker() {
-  std::unique_lock lk(mu_);
   for (;;) {
-    work_cv_.wait(lk, [&] { return stop_ || (batch_ != nullptr && next_ < batch_->size()); });
-    if (stop_) return;
-    const std::size_t i = next_++;
-    auto& task = (*batch_)[i];
-    lk.unlock();
+    std::size_t i = 0;
+    std::function<void()>* task = nullptr;
+    {
+      MutexLock lk(mu_);
+      while (!stop_ && (batch_ == nullptr || next_ >= batch_->size())) work_cv_.wait(mu_);
+      if (stop_) return;
+      i = next_++;
+      task = &(*batch_)[i];
+    }
     std::exception_ptr err;
     try {
-      task();
+      (*task)();
     } catch (...) {
       err = std::current_exception();
     }
-    lk.lock();
+    MutexLock lk(mu_);
     errors_[i] = err;
     if (++finished_ == batch_->size()) done_cv_.notify_all();
   }

@@ -5,13 +5,13 @@
 // simulation stays deterministic.
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <exception>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "etlc/detail/mutex.hpp"
 
 namespace etlc::runtime {
 
@@ -36,20 +36,21 @@ class PooledBulkExecutor final : public BulkExecutor {
   ~PooledBulkExecutor() override;
   PooledBulkExecutor(const PooledBulkExecutor&) = delete;
   PooledBulkExecutor& operator=(const PooledBulkExecutor&) = delete;
-  void run_all(std::vector<std::function<void()>>& tasks) override;
+  void run_all(std::vector<std::function<void()>>& tasks) override ETLC_EXCLUDES(mu_);
 
  private:
-  void worker();
+  void worker() ETLC_EXCLUDES(mu_);
 
-  std::mutex mu_;
-  std::condition_variable work_cv_;
-  std::condition_variable done_cv_;
-  std::vector<std::function<void()>>* batch_ = nullptr;
-  std::vector<std::exception_ptr> errors_;
-  std::size_t next_ = 0;
-  std::size_t finished_ = 0;
-  bool stop_ = false;
-  std::vector<std::thread> threads_;
+  Mutex mu_;
+  CondVar work_cv_;  // a batch arrived, or stop_
+  CondVar done_cv_;  // the batch finished
+  // The batch being run (run_all's caller owns it); a worker runs task i outside the lock.
+  std::vector<std::function<void()>>* batch_ ETLC_GUARDED_BY(mu_) = nullptr;
+  std::vector<std::exception_ptr> errors_ ETLC_GUARDED_BY(mu_);
+  std::size_t next_ ETLC_GUARDED_BY(mu_) = 0;
+  std::size_t finished_ ETLC_GUARDED_BY(mu_) = 0;
+  bool stop_ ETLC_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> threads_;  // the constructor's and the destructor's only
 };
 
 }  // namespace etlc::runtime

@@ -6,11 +6,11 @@
 #include <fmt/format.h>
 #include "log.hpp"
 
-#include <condition_variable>
 #include <random>
 #include <thread>
 
 #include "core/keys.hpp"
+#include "etlc/detail/mutex.hpp"
 #include "etlc/metrics.hpp"
 #include "runtime/member.hpp"
 #include "runtime/startup_wait.hpp"
@@ -49,20 +49,63 @@ std::string_view to_string(LossReason reason) noexcept {
 
 // The control thread and its wake-up.
 struct Coordinator::Loop {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool wake = false;
-  bool stop = false;
-  bool started = false;
-  std::thread thread;
-  std::chrono::milliseconds startup_wait{0};  // CoordinatorConfig::startup_wait
+  Mutex mu;
+  CondVar cv;  // wake or stop
+  bool wake ETLC_GUARDED_BY(mu) = false;
+  bool stop ETLC_GUARDED_BY(mu) = false;
+  bool started ETLC_GUARDED_BY(mu) = false;
+  bool threaded ETLC_GUARDED_BY(mu) = false;  // the control thread runs (or is being joined)
+  std::thread thread;  // start()'s and stop_and_join()'s only (the owner's calls, not concurrent)
+  std::chrono::milliseconds startup_wait{0};  // CoordinatorConfig::startup_wait, set once
 
-  void notify() {
+  void notify() ETLC_EXCLUDES(mu) {
     {
-      std::lock_guard lk(mu);
+      MutexLock lk(mu);
       wake = true;
     }
     cv.notify_one();
+  }
+
+  bool is_threaded() ETLC_EXCLUDES(mu) {
+    MutexLock lk(mu);
+    return threaded;
+  }
+
+  // The control thread: steps the member, then sleeps until its next wake time, a wake or stop.
+  void run(runtime::Member& member) ETLC_EXCLUDES(mu) {
+    for (;;) {
+      {
+        MutexLock lk(mu);
+        if (stop) return;
+        wake = false;
+      }
+      Clock::time_point next;
+      try {
+        next = member.step();
+      } catch (const std::exception& e) {
+        log().error("etlc: {}: control loop error: {}", member.instance_id(), e.what());
+        next = {};
+      }
+      const auto wait = next - member.clock_now();
+      if (wait <= Clock::duration::zero()) continue;
+      const auto deadline = std::chrono::steady_clock::now() +
+                            std::chrono::duration_cast<std::chrono::steady_clock::duration>(wait);
+      MutexLock lk(mu);
+      while (!wake && !stop && std::chrono::steady_clock::now() < deadline) {
+        cv.wait_until(mu, deadline);
+      }
+    }
+  }
+
+  void stop_and_join() ETLC_EXCLUDES(mu) {
+    {
+      MutexLock lk(mu);
+      stop = true;
+    }
+    cv.notify_all();
+    if (thread.joinable()) thread.join();
+    MutexLock lk(mu);
+    threaded = false;
   }
 };
 
@@ -107,7 +150,7 @@ Coordinator::~Coordinator() {
 
 void Coordinator::start() {
   {
-    std::lock_guard lk(loop_->mu);
+    MutexLock lk(loop_->mu);
     if (loop_->started) throw UsageError("Coordinator::start called twice");
     loop_->started = true;
   }
@@ -116,33 +159,15 @@ void Coordinator::start() {
   member_->set_plan_runner(std::make_unique<runtime::ThreadPlanRunner>([loop] { loop->notify(); }));
   member_->set_bulk_executor(std::make_unique<runtime::PooledBulkExecutor>(kSeedThreads));
   runtime::join_with_startup_wait(*member_, loop_->startup_wait);  // member_->join_now(), retried
-  loop_->thread = std::thread([this] {
-    std::unique_lock lk(loop_->mu);
-    while (!loop_->stop) {
-      loop_->wake = false;
-      lk.unlock();
-      Clock::time_point next;
-      try {
-        next = member_->step();
-      } catch (const std::exception& e) {
-        log().error("etlc: {}: control loop error: {}", member_->instance_id(), e.what());
-        next = {};
-      }
-      const auto wait = next - member_->clock_now();
-      lk.lock();
-      if (loop_->stop) break;
-      if (wait > Clock::duration::zero()) {
-        loop_->cv.wait_for(lk, wait, [&] { return loop_->wake || loop_->stop; });
-      }
-    }
-  });
+  {
+    MutexLock lk(loop_->mu);
+    loop_->threaded = true;
+  }
+  loop_->thread = std::thread([loop, member = member_.get()] { loop->run(*member); });
 }
 
 Clock::time_point Coordinator::step() {
-  {
-    std::lock_guard lk(loop_->mu);
-    if (loop_->thread.joinable()) throw UsageError("Coordinator::step is for manual mode only");
-  }
+  if (loop_->is_threaded()) throw UsageError("Coordinator::step is for manual mode only");
   return member_->step();
 }
 
@@ -151,12 +176,8 @@ std::optional<Event> Coordinator::poll() {
 }
 
 std::optional<Event> Coordinator::wait_event(std::chrono::milliseconds timeout) {
-  bool threaded;
-  {
-    std::lock_guard lk(loop_->mu);
-    threaded = loop_->thread.joinable();
-  }
-  return threaded ? member_->splits().wait_event(timeout) : member_->splits().poll_event();
+  return loop_->is_threaded() ? member_->splits().wait_event(timeout)
+                              : member_->splits().poll_event();
 }
 
 CommitResult Coordinator::commit(std::string_view split_id, const SplitProgress& progress,
@@ -186,24 +207,13 @@ void Coordinator::decline_revoke(std::string_view split_id, std::uint64_t epoch)
   member_->splits().decline_revoke(split_id, epoch);
 }
 
-namespace {
-void stop_thread(std::mutex& mu, std::condition_variable& cv, bool& stop, std::thread& t) {
-  {
-    std::lock_guard lk(mu);
-    stop = true;
-  }
-  cv.notify_all();
-  if (t.joinable()) t.join();
-}
-}  // namespace
-
 void Coordinator::shutdown() {
-  stop_thread(loop_->mu, loop_->cv, loop_->stop, loop_->thread);
+  loop_->stop_and_join();
   member_->shutdown();
 }
 
 void Coordinator::abandon() {
-  stop_thread(loop_->mu, loop_->cv, loop_->stop, loop_->thread);
+  loop_->stop_and_join();
   member_->abandon();
 }
 

@@ -35,12 +35,12 @@ ThreadPlanRunner::~ThreadPlanRunner() {
 
 void ThreadPlanRunner::start(std::shared_ptr<Planner> planner, PlanContext context) {
   if (thread_.joinable()) thread_.join();  // the previous run has finished (running() was false)
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   running_ = true;
   thread_ = std::thread([this, planner = std::move(planner), context = std::move(context)] {
     PlanOutcome out = run_plan(*planner, context);
     {
-      std::lock_guard lk2(mu_);
+      MutexLock lk2(mu_);
       outcome_ = std::move(out);
       running_ = false;
     }
@@ -49,12 +49,12 @@ void ThreadPlanRunner::start(std::shared_ptr<Planner> planner, PlanContext conte
 }
 
 bool ThreadPlanRunner::running() const {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   return running_;
 }
 
 std::optional<PlanOutcome> ThreadPlanRunner::take() {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   auto out = std::move(outcome_);
   outcome_.reset();
   return out;

@@ -5,11 +5,11 @@
 
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 
+#include "etlc/detail/mutex.hpp"
 #include "etlc/planner.hpp"
 
 namespace etlc::runtime {
@@ -46,16 +46,16 @@ class ThreadPlanRunner final : public PlanRunner {
  public:
   explicit ThreadPlanRunner(std::function<void()> wake) : wake_(std::move(wake)) {}
   ~ThreadPlanRunner() override;
-  void start(std::shared_ptr<Planner> planner, PlanContext context) override;
-  bool running() const override;
-  std::optional<PlanOutcome> take() override;
+  void start(std::shared_ptr<Planner> planner, PlanContext context) override ETLC_EXCLUDES(mu_);
+  bool running() const override ETLC_EXCLUDES(mu_);
+  std::optional<PlanOutcome> take() override ETLC_EXCLUDES(mu_);
 
  private:
   std::function<void()> wake_;
-  mutable std::mutex mu_;
-  std::thread thread_;
-  bool running_ = false;
-  std::optional<PlanOutcome> outcome_;
+  mutable Mutex mu_;
+  std::thread thread_;  // start()'s and the destructor's (the owner's thread) only
+  bool running_ ETLC_GUARDED_BY(mu_) = false;
+  std::optional<PlanOutcome> outcome_ ETLC_GUARDED_BY(mu_);
 };
 
 }  // namespace etlc::runtime

@@ -1,6 +1,6 @@
 // MemoryStore (see include/etlc/memory_store.hpp).
 //
-// Locking: one shared_mutex guards the data and the watch registry (reads take it shared). Each
+// Locking: one SharedMutex guards the data and the watch registry (reads take it shared). Each
 // watch has its own state object with its own mutex; the order is always store lock, then watch
 // lock. Notify callbacks run with no lock held: a write collects the watches to notify under the
 // locks, counts each as "notify in flight" on its state, and runs the callbacks after unlocking. A
@@ -8,15 +8,14 @@
 // to reach zero.
 #include "etlc/memory_store.hpp"
 
-#include <condition_variable>
 #include <deque>
 #include <map>
-#include <mutex>
-#include <shared_mutex>
 #include <string>
 #include <utility>
 
 #include <fmt/format.h>
+
+#include "etlc/detail/mutex.hpp"
 
 namespace etlc {
 namespace detail {
@@ -30,20 +29,20 @@ struct WatchState {
   const std::function<void()> notify;  // immutable: called without holding `mu`
   const std::size_t max_pending;
 
-  std::mutex mu;
-  std::condition_variable idle;  // signalled when notifies_in_flight drops to 0
-  std::deque<WatchEvent> queue;
-  bool broken = false;
-  std::string broken_reason;
-  bool cancelled = false;  // the handle is being destroyed: start no new notify
-  std::size_t notifies_in_flight = 0;
+  Mutex mu;
+  CondVar idle;  // signalled when notifies_in_flight drops to 0
+  std::deque<WatchEvent> queue ETLC_GUARDED_BY(mu);
+  bool broken ETLC_GUARDED_BY(mu) = false;
+  std::string broken_reason ETLC_GUARDED_BY(mu);
+  bool cancelled ETLC_GUARDED_BY(mu) = false;  // the handle is being destroyed: no new notify
+  std::size_t notifies_in_flight ETLC_GUARDED_BY(mu) = 0;
 };
 
 using WatchStatePtr = std::shared_ptr<WatchState>;
 
 // Appends `event` unless that would exceed max_pending, in which case the watch breaks.
-// Caller holds state.mu. Returns false if the watch is (now) broken.
-bool enqueue_locked(WatchState& state, WatchEvent event) {
+// Returns false if the watch is (now) broken.
+bool enqueue_locked(WatchState& state, WatchEvent event) ETLC_REQUIRES(state.mu) {
   if (state.broken) return false;
   if (state.queue.size() >= state.max_pending) {
     state.broken = true;
@@ -56,8 +55,8 @@ bool enqueue_locked(WatchState& state, WatchEvent event) {
   return true;
 }
 
-// Marks a notify as in flight if the watch wants one. Caller holds state.mu.
-bool begin_notify_locked(WatchState& state) {
+// Marks a notify as in flight if the watch wants one.
+bool begin_notify_locked(WatchState& state) ETLC_REQUIRES(state.mu) {
   if (!state.notify || state.cancelled) return false;
   ++state.notifies_in_flight;
   return true;
@@ -65,14 +64,14 @@ bool begin_notify_locked(WatchState& state) {
 
 // Runs the callback of a watch whose notify was begun. noexcept: a throwing callback breaks the
 // documented contract and terminates.
-void run_notify(WatchState& state) noexcept {
+void run_notify(WatchState& state) noexcept ETLC_EXCLUDES(state.mu) {
   bool call = false;
   {
-    std::lock_guard<std::mutex> lock(state.mu);
+    MutexLock lock(state.mu);
     call = !state.cancelled;  // the handle is going away: skip, but still end the in-flight count
   }
   if (call) state.notify();
-  std::lock_guard<std::mutex> lock(state.mu);
+  MutexLock lock(state.mu);
   if (--state.notifies_in_flight == 0) state.idle.notify_all();
 }
 
@@ -88,13 +87,13 @@ bool has_prefix(std::string_view key, std::string_view prefix) {
 
 class MemoryStoreCore : public std::enable_shared_from_this<MemoryStoreCore> {
  public:
-  WriteResult create(std::string_view key, std::string_view value) {
+  WriteResult create(std::string_view key, std::string_view value) ETLC_EXCLUDES(mu_) {
     validate_key(key);
     validate_value(key, value);
     std::vector<WatchStatePtr> to_notify;
     WriteResult result;
     {
-      std::unique_lock<std::shared_mutex> lock(mu_);
+      WriterLock lock(mu_);
       check_open_locked();
       auto it = live_.find(key);
       if (it != live_.end()) return WriteResult{false, it->second.revision};
@@ -109,13 +108,14 @@ class MemoryStoreCore : public std::enable_shared_from_this<MemoryStoreCore> {
     return result;
   }
 
-  WriteResult update(std::string_view key, std::string_view value, Revision expected) {
+  WriteResult update(std::string_view key, std::string_view value, Revision expected)
+      ETLC_EXCLUDES(mu_) {
     validate_key(key);
     validate_value(key, value);
     std::vector<WatchStatePtr> to_notify;
     WriteResult result;
     {
-      std::unique_lock<std::shared_mutex> lock(mu_);
+      WriterLock lock(mu_);
       check_open_locked();
       auto it = live_.find(key);
       if (it == live_.end()) return WriteResult{false, 0};
@@ -131,12 +131,12 @@ class MemoryStoreCore : public std::enable_shared_from_this<MemoryStoreCore> {
     return result;
   }
 
-  WriteResult erase(std::string_view key, Revision expected) {
+  WriteResult erase(std::string_view key, Revision expected) ETLC_EXCLUDES(mu_) {
     validate_key(key);
     std::vector<WatchStatePtr> to_notify;
     WriteResult result;
     {
-      std::unique_lock<std::shared_mutex> lock(mu_);
+      WriterLock lock(mu_);
       check_open_locked();
       auto it = live_.find(key);
       if (it == live_.end()) return WriteResult{false, 0};
@@ -151,18 +151,18 @@ class MemoryStoreCore : public std::enable_shared_from_this<MemoryStoreCore> {
     return result;
   }
 
-  std::optional<Entry> get(std::string_view key) const {
+  std::optional<Entry> get(std::string_view key) const ETLC_EXCLUDES(mu_) {
     validate_key(key);
-    std::shared_lock<std::shared_mutex> lock(mu_);
+    ReaderLock lock(mu_);
     check_open_locked();
     auto it = live_.find(key);
     if (it == live_.end()) return std::nullopt;
     return Entry{it->first, it->second.value, it->second.revision};
   }
 
-  std::vector<Entry> list(std::string_view prefix) const {
+  std::vector<Entry> list(std::string_view prefix) const ETLC_EXCLUDES(mu_) {
     validate_prefix(prefix);
-    std::shared_lock<std::shared_mutex> lock(mu_);
+    ReaderLock lock(mu_);
     check_open_locked();
     std::vector<Entry> out;
     for (auto it = live_.lower_bound(prefix); it != live_.end() && has_prefix(it->first, prefix);
@@ -172,25 +172,25 @@ class MemoryStoreCore : public std::enable_shared_from_this<MemoryStoreCore> {
     return out;
   }
 
-  std::unique_ptr<Watch> watch(std::string_view prefix, WatchOptions options);
+  std::unique_ptr<Watch> watch(std::string_view prefix, WatchOptions options) ETLC_EXCLUDES(mu_);
 
-  void unregister(const std::string& prefix, std::uint64_t id) {
-    std::unique_lock<std::shared_mutex> lock(mu_);
+  void unregister(const std::string& prefix, std::uint64_t id) ETLC_EXCLUDES(mu_) {
+    WriterLock lock(mu_);
     auto bucket = watchers_.find(prefix);
     if (bucket == watchers_.end()) return;
     if (bucket->second.erase(id) == 1) --watcher_total_;
     if (bucket->second.empty()) watchers_.erase(bucket);
   }
 
-  void close() {
+  void close() ETLC_EXCLUDES(mu_) {
     std::vector<WatchStatePtr> to_notify;
     {
-      std::unique_lock<std::shared_mutex> lock(mu_);
+      WriterLock lock(mu_);
       if (closed_) return;
       closed_ = true;
       for (auto& [prefix, bucket] : watchers_) {
         for (auto& [id, state] : bucket) {
-          std::lock_guard<std::mutex> state_lock(state->mu);
+          MutexLock state_lock(state->mu);
           if (!state->broken) {
             state->broken = true;
             state->broken_reason = "the memory store was closed";
@@ -204,16 +204,16 @@ class MemoryStoreCore : public std::enable_shared_from_this<MemoryStoreCore> {
     run_notifies(to_notify);
   }
 
-  std::uint64_t last_revision() const {
-    std::shared_lock<std::shared_mutex> lock(mu_);
+  std::uint64_t last_revision() const ETLC_EXCLUDES(mu_) {
+    ReaderLock lock(mu_);
     return revision_;
   }
-  std::size_t size() const {
-    std::shared_lock<std::shared_mutex> lock(mu_);
+  std::size_t size() const ETLC_EXCLUDES(mu_) {
+    ReaderLock lock(mu_);
     return live_.size();
   }
-  std::size_t watcher_count() const {
-    std::shared_lock<std::shared_mutex> lock(mu_);
+  std::size_t watcher_count() const ETLC_EXCLUDES(mu_) {
+    ReaderLock lock(mu_);
     return watcher_total_;
   }
 
@@ -224,15 +224,15 @@ class MemoryStoreCore : public std::enable_shared_from_this<MemoryStoreCore> {
   };
   using Bucket = std::map<std::uint64_t, WatchStatePtr>;  // by watch id
 
-  void check_open_locked() const {
+  void check_open_locked() const ETLC_REQUIRES_SHARED(mu_) {
     if (closed_) throw StoreError(StoreErrc::closed, "the memory store was closed");
   }
 
   // Queues `event` on every watch whose prefix matches `key` and collects the ones to notify.
   // Only prefixes of `key` can match ("" and every head ending in '.'), so a write looks up at
-  // most one bucket per '.'-token instead of visiting every watch. Caller holds mu_ exclusively.
+  // most one bucket per '.'-token instead of visiting every watch.
   void publish_locked(std::string_view key, const WatchEvent& event,
-                      std::vector<WatchStatePtr>& to_notify) {
+                      std::vector<WatchStatePtr>& to_notify) ETLC_REQUIRES(mu_) {
     if (watchers_.empty()) return;
     publish_bucket_locked("", event, to_notify);
     for (std::size_t i = 0; i < key.size(); ++i) {
@@ -241,14 +241,14 @@ class MemoryStoreCore : public std::enable_shared_from_this<MemoryStoreCore> {
   }
 
   void publish_bucket_locked(std::string_view prefix, const WatchEvent& event,
-                             std::vector<WatchStatePtr>& to_notify) {
+                             std::vector<WatchStatePtr>& to_notify) ETLC_REQUIRES(mu_) {
     auto bucket = watchers_.find(prefix);
     if (bucket == watchers_.end()) return;
     for (auto it = bucket->second.begin(); it != bucket->second.end();) {
       WatchState& state = *it->second;
       bool keep = true;
       {
-        std::lock_guard<std::mutex> state_lock(state.mu);
+        MutexLock state_lock(state.mu);
         keep = enqueue_locked(state, event);
         if (begin_notify_locked(state)) to_notify.push_back(it->second);
       }
@@ -262,13 +262,13 @@ class MemoryStoreCore : public std::enable_shared_from_this<MemoryStoreCore> {
     if (bucket->second.empty()) watchers_.erase(bucket);
   }
 
-  mutable std::shared_mutex mu_;
-  bool closed_ = false;
-  Revision revision_ = 0;
-  std::map<std::string, Stored, std::less<>> live_;
-  std::map<std::string, Bucket, std::less<>> watchers_;  // by watched prefix
-  std::size_t watcher_total_ = 0;
-  std::uint64_t next_watch_id_ = 1;
+  mutable SharedMutex mu_;  // before any WatchState::mu
+  bool closed_ ETLC_GUARDED_BY(mu_) = false;
+  Revision revision_ ETLC_GUARDED_BY(mu_) = 0;
+  std::map<std::string, Stored, std::less<>> live_ ETLC_GUARDED_BY(mu_);
+  std::map<std::string, Bucket, std::less<>> watchers_ ETLC_GUARDED_BY(mu_);  // by prefix
+  std::size_t watcher_total_ ETLC_GUARDED_BY(mu_) = 0;
+  std::uint64_t next_watch_id_ ETLC_GUARDED_BY(mu_) = 1;
 };
 
 namespace {
@@ -281,16 +281,16 @@ class MemoryWatch final : public Watch {
 
   ~MemoryWatch() override {
     if (auto core = core_.lock()) core->unregister(prefix_, id_);  // no new notify can start
-    std::unique_lock<std::mutex> lock(state_->mu);
+    MutexLock lock(state_->mu);
     state_->cancelled = true;
-    state_->idle.wait(lock, [this] { return state_->notifies_in_flight == 0; });
+    while (state_->notifies_in_flight != 0) state_->idle.wait(state_->mu);
   }
 
   MemoryWatch(const MemoryWatch&) = delete;
   MemoryWatch& operator=(const MemoryWatch&) = delete;
 
   std::size_t poll(std::vector<WatchEvent>& out, std::size_t max_events) override {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    MutexLock lock(state_->mu);
     std::size_t n = 0;
     while (n < max_events && !state_->queue.empty()) {
       out.push_back(std::move(state_->queue.front()));
@@ -323,9 +323,9 @@ std::unique_ptr<Watch> MemoryStoreCore::watch(std::string_view prefix, WatchOpti
   auto state = std::make_shared<WatchState>(std::move(options.notify), options.max_pending);
   std::uint64_t id = 0;
   {
-    std::unique_lock<std::shared_mutex> lock(mu_);
+    WriterLock lock(mu_);
     check_open_locked();
-    std::lock_guard<std::mutex> state_lock(state->mu);
+    MutexLock state_lock(state->mu);
     bool fits = true;
     for (auto it = live_.lower_bound(prefix);
          fits && it != live_.end() && has_prefix(it->first, prefix); ++it) {
