@@ -40,10 +40,10 @@ void assert_failed_fmt(const char* expression, const char* file, int line,
 }  // namespace etlc::core
 
 #if !defined(ETLC_ASSERTIONS) || ETLC_ASSERTIONS
-#define ETLC_ASSERT(condition, ...)                                                         \
-  do {                                                                                      \
-    if (!(condition)) [[unlikely]]                                                          \
-      ::etlc::core::assert_failed_fmt(#condition, __FILE__, __LINE__, __VA_ARGS__);         \
+#define ETLC_ASSERT(condition, ...)                                                 \
+  do {                                                                              \
+    if (!(condition)) [[unlikely]]                                                  \
+      ::etlc::core::assert_failed_fmt(#condition, __FILE__, __LINE__, __VA_ARGS__); \
   } while (false)
 #else
 #define ETLC_ASSERT(condition, ...) \

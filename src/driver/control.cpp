@@ -191,7 +191,7 @@ void Driver::Impl::on_granted(SplitGranted grant) {
   auto& slots = live_[s->id()];
   // An older tenancy of the same split may still be closing (its loss or release reached us
   // before its worker finished the turn): the new lane waits, so one split never has two lanes.
-  s->where = slots.empty() ? Slot::Where::ready : Slot::Where::waiting;
+  s->move_to(slots.empty() ? Slot::Where::ready : Slot::Where::waiting);
   slots.push_back(s);
   ++live_count_;
   if (s->where == Slot::Where::ready) {

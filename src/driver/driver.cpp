@@ -109,7 +109,7 @@ std::optional<DriverResult> Driver::Impl::step() {
     batch.swap(ready_);
     for (auto& s : batch) {
       driver::FlagsHeld flags(*s, held(mu_));
-      s->where = Slot::Where::running;
+      s->move_to(Slot::Where::running);
     }
   }
   for (auto& s : batch) after_turn(s, turn(*s));
@@ -127,7 +127,7 @@ void Driver::Impl::worker_loop() {
       s = ready_.front();
       ready_.pop_front();
       driver::FlagsHeld flags(*s, held(mu_));
-      s->where = Slot::Where::running;
+      s->move_to(Slot::Where::running);
     }
     after_turn(s, turn(*s));
   }

@@ -15,6 +15,7 @@
 #include <stop_token>
 #include <string>
 
+#include "core/protocol_assert.hpp"
 #include "etlc/clock.hpp"
 #include "etlc/detail/mutex.hpp"
 #include "etlc/events.hpp"
@@ -25,6 +26,7 @@ namespace etlc::driver {
 
 struct Slot {
   enum class Where : std::uint8_t {
+    created,  // granted, not yet placed
     waiting,  // an older slot of the same split is still closing
     ready,    // queued for a worker
     running,  // a worker is running its turn
@@ -49,7 +51,7 @@ struct Slot {
   std::stop_source stop;
 
   Mutex& mu;  // the driver's
-  Where where ETLC_GUARDED_BY(mu) = Where::ready;
+  Where where ETLC_GUARDED_BY(mu) = Where::created;
   bool lost ETLC_GUARDED_BY(mu) = false;      // SplitLost: stop now, never commit again
   bool drain ETLC_GUARDED_BY(mu) = false;     // RevokeRequested
   bool shutdown ETLC_GUARDED_BY(mu) = false;  // graceful stop of the driver
@@ -69,6 +71,31 @@ struct Slot {
   Clock::time_point next_commit_at{};
 
   const std::string& id() const { return grant.spec.id; }
+
+  // The slot's life: created -> ready | waiting; waiting -> ready; ready -> running;
+  // running -> ready | delayed | closed; delayed -> ready. Any other move is a driver bug.
+  static bool allowed(Where from, Where to) {
+    switch (from) {
+      case Where::created:
+        return to == Where::ready || to == Where::waiting;
+      case Where::waiting:
+        return to == Where::ready;
+      case Where::ready:
+        return to == Where::running;
+      case Where::running:
+        return to == Where::ready || to == Where::delayed || to == Where::closed;
+      case Where::delayed:
+        return to == Where::ready;
+      case Where::closed:
+        return false;
+    }
+    return false;
+  }
+  void move_to(Where to) ETLC_REQUIRES(mu) {
+    ETLC_ASSERT(allowed(where, to), "driver slot of split '{}' moved from {} to {}", id(),
+                static_cast<int>(where), static_cast<int>(to));
+    where = to;
+  }
 };
 
 // For its scope, lets the holder of the driver's mutex touch `slot`'s control flags: the analysis

@@ -46,11 +46,11 @@ void Driver::Impl::wake_locked(const SlotPtr& slot) {
   driver::FlagsHeld flags(*slot, held(mu_));
   if (slot->where == Slot::Where::delayed) {
     delayed_.erase(std::remove(delayed_.begin(), delayed_.end(), slot), delayed_.end());
-    slot->where = Slot::Where::ready;
+    slot->move_to(Slot::Where::ready);
     ready_.push_back(slot);
   } else if (slot->where == Slot::Where::waiting && (slot->lost || slot->abort)) {
     // Never opened and never will be: close it without waiting for its predecessor.
-    slot->where = Slot::Where::ready;
+    slot->move_to(Slot::Where::ready);
     ready_.push_back(slot);
   }
 }
@@ -61,7 +61,7 @@ void Driver::Impl::promote_due_locked() {
   for (auto it = delayed_.begin(); it != delayed_.end();) {
     driver::FlagsHeld flags(**it, held(mu_));
     if ((*it)->not_before <= now) {
-      (*it)->where = Slot::Where::ready;
+      (*it)->move_to(Slot::Where::ready);
       ready_.push_back(*it);
       it = delayed_.erase(it);
     } else {
@@ -82,10 +82,10 @@ void Driver::Impl::after_turn(const SlotPtr& slot, Turn t) {
     if (t == Turn::closed || slot->where != Slot::Where::running) return;
     const bool urgent = slot->lost || slot->abort || slot->forced;
     if (t == Turn::again || urgent) {
-      slot->where = Slot::Where::ready;
+      slot->move_to(Slot::Where::ready);
       ready_.push_back(slot);
     } else {
-      slot->where = Slot::Where::delayed;
+      slot->move_to(Slot::Where::delayed);
       delayed_.push_back(slot);
     }
   }
@@ -110,7 +110,7 @@ Driver::Impl::Turn Driver::Impl::close_slot(Slot& slot, LaneEnd end) {
     count_end(stats_, end);
     driver::FlagsHeld flags(slot, held(mu_));
     slot.ended = true;
-    slot.where = Slot::Where::closed;
+    slot.move_to(Slot::Where::closed);
     auto it = live_.find(slot.id());
     if (it != live_.end()) {
       auto& v = it->second;
@@ -121,7 +121,7 @@ Driver::Impl::Turn Driver::Impl::close_slot(Slot& slot, LaneEnd end) {
       } else {
         driver::FlagsHeld next(*v.front(), held(mu_));
         if (v.front()->where == Slot::Where::waiting) {
-          v.front()->where = Slot::Where::ready;
+          v.front()->move_to(Slot::Where::ready);
           ready_.push_back(v.front());
         }
       }
