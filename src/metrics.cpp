@@ -307,9 +307,29 @@ struct MetricsRegistry::Series {
   std::unique_ptr<Counter> counter;
   std::unique_ptr<Gauge> gauge;
   std::unique_ptr<Histogram> histogram;
+
+  static std::unique_ptr<Series> make(MetricType type, std::span<const double> upper_bounds,
+                                      Labels series_labels) {
+    auto s = std::make_unique<Series>();
+    s->labels = std::move(series_labels);
+    switch (type) {
+      case MetricType::counter:
+        s->counter = std::make_unique<Counter>();
+        break;
+      case MetricType::gauge:
+        s->gauge = std::make_unique<Gauge>();
+        break;
+      case MetricType::histogram:
+        s->histogram = std::make_unique<Histogram>(upper_bounds);
+        break;
+    }
+    return s;
+  }
 };
 
 struct MetricsRegistry::Family {
+  using ByName = std::map<std::string, std::unique_ptr<Family>, std::less<>>;
+
   std::string name;
   std::string help;
   MetricType type = MetricType::counter;
@@ -317,6 +337,68 @@ struct MetricsRegistry::Family {
   std::vector<double> bounds;            // histograms
   // Keyed by label values in label-name order, so iteration renders in a stable order.
   std::map<std::vector<std::string>, std::unique_ptr<Series>> series;
+
+  static std::unique_ptr<Family> make(std::string_view metric, std::string_view help_text,
+                                      MetricType metric_type, const std::vector<std::string>& names,
+                                      std::span<const double> upper_bounds) {
+    auto f = std::make_unique<Family>();
+    f->name = std::string(metric);
+    f->help = std::string(help_text);
+    f->type = metric_type;
+    f->label_names = names;
+    if (metric_type == MetricType::histogram) {
+      f->bounds.assign(upper_bounds.begin(), upper_bounds.end());
+    }
+    return f;
+  }
+
+  // A series of this family is asked for again: the type, help, label names and bucket bounds
+  // must be the ones it was registered with (ConfigError).
+  void check_same(std::string_view metric, std::string_view help_text, MetricType metric_type,
+                  const std::vector<std::string>& names,
+                  std::span<const double> upper_bounds) const {
+    if (type != metric_type) {
+      throw ConfigError(fmt::format("metric '{}' is a {}, not a {}", metric, to_string(type),
+                                    to_string(metric_type)));
+    }
+    if (help != help_text) {
+      throw ConfigError(fmt::format("metric '{}' was registered with another help text", metric));
+    }
+    if (label_names != names) {
+      throw ConfigError(fmt::format("metric '{}' has labels ({}), not ({})", metric,
+                                    fmt::join(label_names, ", "), fmt::join(names, ", ")));
+    }
+    if (metric_type == MetricType::histogram &&
+        !std::equal(bounds.begin(), bounds.end(), upper_bounds.begin(), upper_bounds.end())) {
+      throw ConfigError(
+          fmt::format("histogram '{}' was registered with other bucket bounds", metric));
+    }
+  }
+
+  // The exposition format puts every sample name in one namespace: a histogram "x" owns
+  // x_bucket, x_sum and x_count, which no other family may be called (ConfigError).
+  static void check_no_clash(const ByName& families, std::string_view metric,
+                             MetricType metric_type) {
+    std::vector<std::string> owned = {std::string(metric)};
+    if (metric_type == MetricType::histogram) {
+      for (auto suffix : kHistogramSuffixes)
+        owned.push_back(std::string(metric) + std::string(suffix));
+    }
+    for (const auto& n : owned) {
+      if (n != metric && families.count(n) != 0) {
+        throw ConfigError(fmt::format("metric '{}' would clash with metric '{}'", metric, n));
+      }
+      for (auto suffix : kHistogramSuffixes) {
+        if (!n.ends_with(suffix)) continue;
+        auto base = families.find(std::string_view(n).substr(0, n.size() - suffix.size()));
+        if (base != families.end() && base->first != metric &&
+            base->second->type == MetricType::histogram) {
+          throw ConfigError(
+              fmt::format("metric '{}' would clash with histogram '{}'", metric, base->first));
+        }
+      }
+    }
+  }
 };
 
 MetricsRegistry::MetricsRegistry() = default;
@@ -342,46 +424,11 @@ MetricsRegistry::Series& MetricsRegistry::series(std::string_view name, std::str
   auto fam_it = families_.find(name);
   Family* fam = fam_it == families_.end() ? nullptr : fam_it->second.get();
   if (fam != nullptr) {
-    if (fam->type != type) {
-      throw ConfigError(fmt::format("metric '{}' is a {}, not a {}", name, to_string(fam->type),
-                                    to_string(type)));
-    }
-    if (fam->help != help) {
-      throw ConfigError(fmt::format("metric '{}' was registered with another help text", name));
-    }
-    if (fam->label_names != names) {
-      throw ConfigError(fmt::format("metric '{}' has labels ({}), not ({})", name,
-                                    fmt::join(fam->label_names, ", "), fmt::join(names, ", ")));
-    }
-    if (type == MetricType::histogram && !std::equal(fam->bounds.begin(), fam->bounds.end(),
-                                                     upper_bounds.begin(), upper_bounds.end())) {
-      throw ConfigError(
-          fmt::format("histogram '{}' was registered with other bucket bounds", name));
-    }
+    fam->check_same(name, help, type, names, upper_bounds);
     auto it = fam->series.find(values);
     if (it != fam->series.end()) return *it->second;
   } else {
-    // The exposition format puts every sample name in one namespace: a histogram "x" owns
-    // x_bucket, x_sum and x_count, which no other family may be called.
-    std::vector<std::string> owned = {std::string(name)};
-    if (type == MetricType::histogram) {
-      for (auto suffix : kHistogramSuffixes)
-        owned.push_back(std::string(name) + std::string(suffix));
-    }
-    for (const auto& n : owned) {
-      if (n != name && families_.count(n) != 0) {
-        throw ConfigError(fmt::format("metric '{}' would clash with metric '{}'", name, n));
-      }
-      for (auto suffix : kHistogramSuffixes) {
-        if (!n.ends_with(suffix)) continue;
-        auto base = families_.find(std::string_view(n).substr(0, n.size() - suffix.size()));
-        if (base != families_.end() && base->first != name &&
-            base->second->type == MetricType::histogram) {
-          throw ConfigError(
-              fmt::format("metric '{}' would clash with histogram '{}'", name, base->first));
-        }
-      }
-    }
+    Family::check_no_clash(families_, name, type);
   }
   if (series_count_ >= kMaxMetricSeries) {
     throw ConfigError(
@@ -389,26 +436,9 @@ MetricsRegistry::Series& MetricsRegistry::series(std::string_view name, std::str
                     kMaxMetricSeries));
   }
 
-  auto s = std::make_unique<Series>();
-  s->labels = std::move(labels);
-  switch (type) {
-    case MetricType::counter:
-      s->counter = std::make_unique<Counter>();
-      break;
-    case MetricType::gauge:
-      s->gauge = std::make_unique<Gauge>();
-      break;
-    case MetricType::histogram:
-      s->histogram = std::make_unique<Histogram>(upper_bounds);
-      break;
-  }
+  auto s = Series::make(type, upper_bounds, std::move(labels));
   if (fam == nullptr) {
-    auto f = std::make_unique<Family>();
-    f->name = std::string(name);
-    f->help = std::string(help);
-    f->type = type;
-    f->label_names = names;
-    if (type == MetricType::histogram) f->bounds.assign(upper_bounds.begin(), upper_bounds.end());
+    auto f = Family::make(name, help, type, names, upper_bounds);
     fam = f.get();
     families_.emplace(std::string(name), std::move(f));
   }

@@ -116,7 +116,7 @@ class CountingWatch final : public Watch {
 };
 
 CountingStore::CountingStore(std::shared_ptr<KvStore> inner)
-    : inner_(std::move(inner)), counters_(std::make_shared<Counters>()) {}
+    : KvStoreWrapper(std::move(inner)), counters_(std::make_shared<Counters>()) {}
 
 WriteResult CountingStore::counted(WriteOp op, std::string_view key, std::string_view value,
                                    WriteResult r) {
@@ -130,25 +130,26 @@ WriteResult CountingStore::counted(WriteOp op, std::string_view key, std::string
 }
 
 WriteResult CountingStore::create(std::string_view key, std::string_view value) {
-  return counted(WriteOp::create, key, value,
-                 traced(TraceEntry::Kind::create, key, [&] { return inner_->create(key, value); }));
+  return counted(WriteOp::create, key, value, traced(TraceEntry::Kind::create, key, [&] {
+                   return KvStoreWrapper::create(key, value);
+                 }));
 }
 
 WriteResult CountingStore::update(std::string_view key, std::string_view value, Revision expected) {
   return counted(WriteOp::update, key, value, traced(TraceEntry::Kind::update, key, [&] {
-                   return inner_->update(key, value, expected);
+                   return KvStoreWrapper::update(key, value, expected);
                  }));
 }
 
 WriteResult CountingStore::erase(std::string_view key, Revision expected) {
   return counted(WriteOp::erase, key, {}, traced(TraceEntry::Kind::erase, key, [&] {
-                   return inner_->erase(key, expected);
+                   return KvStoreWrapper::erase(key, expected);
                  }));
 }
 
 std::optional<Entry> CountingStore::get(std::string_view key) {
   counters_->gets.fetch_add(1, std::memory_order_relaxed);
-  return traced(TraceEntry::Kind::get, key, [&] { return inner_->get(key); });
+  return traced(TraceEntry::Kind::get, key, [&] { return KvStoreWrapper::get(key); });
 }
 
 std::unique_ptr<Watch> CountingStore::watch(std::string_view prefix, WatchOptions options) {
@@ -163,12 +164,13 @@ std::unique_ptr<Watch> CountingStore::watch(std::string_view prefix, WatchOption
       inner_notify();
     };
   }
-  return std::make_unique<CountingWatch>(inner_->watch(prefix, std::move(options)), counters_);
+  return std::make_unique<CountingWatch>(KvStoreWrapper::watch(prefix, std::move(options)),
+                                         counters_);
 }
 
 std::vector<Entry> CountingStore::list(std::string_view prefix) {
   counters_->lists.fetch_add(1, std::memory_order_relaxed);
-  return inner_->list(prefix);
+  return KvStoreWrapper::list(prefix);
 }
 
 StoreCounts CountingStore::counts() const {

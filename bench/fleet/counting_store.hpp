@@ -7,6 +7,7 @@
 // store acknowledged the write; scenarios use it to timestamp protocol steps (a claim's record
 // CAS, a leader's first publish) without touching the runtime.
 //
+// Ownership: shares ownership of the inner store (KvStoreWrapper).
 // Thread safety: every method may be called concurrently (counters are atomics). The observer is
 // set before the member starts and must be cheap and thread-safe.
 #pragma once
@@ -21,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "etlc/kv_store_wrapper.hpp"
 #include "etlc/store.hpp"
 
 namespace etlc::bench {
@@ -57,7 +59,7 @@ struct StoreCounts {
   StoreCounts operator-(const StoreCounts& earlier) const;
 };
 
-class CountingStore final : public KvStore {
+class CountingStore final : public KvStoreWrapper {
  public:
   // (op, key, value, revision) of a write that took effect; value is empty for erase.
   using WriteObserver =
@@ -79,7 +81,6 @@ class CountingStore final : public KvStore {
   // Tracing: every call and delivered watch event is appended (bounded by `max_entries`).
   void enable_trace(std::size_t max_entries);
   std::vector<TraceEntry> trace() const;
-  const std::shared_ptr<KvStore>& inner() const { return inner_; }
 
  private:
   friend class CountingWatch;
@@ -103,7 +104,6 @@ class CountingStore final : public KvStore {
   auto traced(TraceEntry::Kind kind, std::string_view key, Call&& call) -> decltype(call());
   WriteResult counted(WriteOp op, std::string_view key, std::string_view value, WriteResult r);
 
-  std::shared_ptr<KvStore> inner_;
   std::shared_ptr<Counters> counters_;  // shared with the watches, which may outlive the store
   WriteObserver observer_;
 };

@@ -23,6 +23,8 @@
 // calls from one thread (and a deterministic inner store such as MemoryStore), the results, the
 // events and the op log are the same on every run; randomness belongs to the caller.
 //
+// Ownership: shares ownership of the inner store (KvStoreWrapper), which never changes.
+//
 // Thread safety: every method may be called concurrently from any thread. Fault counters are
 // consumed atomically (two concurrent calls never both take the last armed fault). Inner calls run
 // without the decorator's lock held, so concurrent operations stay concurrent.
@@ -41,6 +43,7 @@
 #include <string_view>
 #include <vector>
 
+#include "etlc/kv_store_wrapper.hpp"
 #include "etlc/store.hpp"
 
 namespace etlc {
@@ -75,7 +78,7 @@ struct OpRecord {
   bool landed = false;    // a write changed the inner store (ok, or an applied unknown outcome)
 };
 
-class FaultInjectingStore final : public KvStore {
+class FaultInjectingStore final : public KvStoreWrapper {
  public:
   static constexpr std::size_t kDefaultOpLogCapacity = 10'000;
   static constexpr std::size_t kAll = std::numeric_limits<std::size_t>::max();
@@ -147,8 +150,6 @@ class FaultInjectingStore final : public KvStore {
   // (including injected failures and invalid arguments). Never reset.
   std::uint64_t op_count(OpKind kind) const;
 
-  const std::shared_ptr<KvStore>& inner() const noexcept { return inner_; }
-
  private:
   enum class FaultKind : std::uint8_t { none, fail, unknown_drop, unknown_apply };
   struct Fault {
@@ -172,7 +173,6 @@ class FaultInjectingStore final : public KvStore {
                     bool injected);
   std::vector<std::shared_ptr<detail::FaultWatchControl>> live_watches();
 
-  const std::shared_ptr<KvStore> inner_;
   const std::size_t op_log_capacity_;
 
   mutable std::mutex mu_;

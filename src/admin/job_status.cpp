@@ -4,7 +4,11 @@
 // assignment record below the plan's term counts as none.
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <optional>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "admin/job_snapshot.hpp"
 #include "core/assignment_rules.hpp"
@@ -55,77 +59,77 @@ bool assigned_to(const core::AssignmentRecord& a, const std::string& split) {
   return std::binary_search(a.splits.begin(), a.splits.end(), split);
 }
 
-}  // namespace
+std::optional<LeaderStatus> leader_status(const JobSnapshot& snap) {
+  if (!snap.leader) return std::nullopt;
+  LeaderStatus l;
+  l.instance = snap.leader->owner;
+  l.nonce = snap.leader->nonce;
+  l.term = snap.leader->term;
+  auto it = snap.members.find(l.instance);
+  l.has_session = it != snap.members.end() && it->second.rec.nonce == l.nonce;
+  return l;
+}
 
-JobStatus build_status(const JobSnapshot& snap) {
-  JobStatus st;
-  st.found = snap.plan || snap.leader || !snap.members.empty();
-  if (snap.pause) st.paused = PauseStatus{snap.pause->reason, snap.pause->by, snap.pause->since_ms};
+std::optional<PlanStatus> plan_status(const JobSnapshot& snap) {
+  if (!snap.plan) return std::nullopt;
+  const core::PlanRecord& p = *snap.plan;
+  return PlanStatus{p.fingerprint,         p.term,      to_public(p.finality), p.planned,
+                    p.split_count,         p.completed, p.quarantined,         to_public(p.verdict),
+                    p.message.value_or("")};
+}
 
-  if (snap.leader) {
-    LeaderStatus l;
-    l.instance = snap.leader->owner;
-    l.nonce = snap.leader->nonce;
-    l.term = snap.leader->term;
-    auto it = snap.members.find(l.instance);
-    l.has_session = it != snap.members.end() && it->second.rec.nonce == l.nonce;
-    st.leader = std::move(l);
-  }
-  if (snap.plan) {
-    const core::PlanRecord& p = *snap.plan;
-    st.plan =
-        PlanStatus{p.fingerprint,         p.term,      to_public(p.finality), p.planned,
-                   p.split_count,         p.completed, p.quarantined,         to_public(p.verdict),
-                   p.message.value_or("")};
-  }
-  st.splits = count_splits(snap);
-
-  // Every instance the records mention: sessions, lease owners, assignees, cordons.
+// Every instance the records mention: sessions, lease owners, assignees, cordons.
+std::set<std::string> instances_of(const JobSnapshot& snap) {
   std::set<std::string> ids;
   for (const auto& [id, v] : snap.members) ids.insert(id);
   for (const auto& [split, lease] : snap.leases) ids.insert(lease.owner);
   for (const auto& [id, a] : snap.assigns) ids.insert(id);
   for (const auto& [id, c] : snap.cordons) ids.insert(id);
+  return ids;
+}
 
-  std::map<std::string, MemberStatus> by_id;
-  for (const std::string& id : ids) {
-    MemberStatus m;
-    m.instance = id;
-    if (auto it = snap.members.find(id); it != snap.members.end()) {
-      const core::MemberRecord& r = it->second.rec;
-      m.has_session = true;
-      m.nonce = r.nonce;
-      m.fingerprint_matches = !snap.plan || r.fingerprint == snap.plan->fingerprint;
-      m.max_in_flight = r.max_in_flight;
-      m.renewals = r.counter;
-      m.lease = std::chrono::milliseconds(
-          static_cast<std::int64_t>(std::min<std::uint64_t>(r.lease_ms, 1ULL << 40)));
-      // One renewal per third of a lease; saturate rather than overflow on a hostile counter.
-      const std::uint64_t third = static_cast<std::uint64_t>(m.lease.count()) / 3;
-      const std::uint64_t age =
-          third == 0 || r.counter <= (1ULL << 62) / third ? r.counter * third : (1ULL << 62);
-      m.session_age_estimate = std::chrono::milliseconds(static_cast<std::int64_t>(age));
-    }
-    if (auto it = snap.cordons.find(id); it != snap.cordons.end()) {
-      m.cordoned = true;
-      m.cordon_reason = it->second.reason;
-    }
-    // A departed member's record is not counted: nobody works on it (ASSIGNED shows "-").
-    if (auto it = snap.assigns.find(id); it != snap.assigns.end() && m.has_session) {
-      m.assigned = it->second.splits.size();
-      m.assignment_term = it->second.term;
-    }
-    if (auto it = snap.members.find(id); it != snap.members.end()) {
-      // The leader's own rule: a plan's fingerprint, or this member's when there is no plan yet.
-      m.lane_budget = core::lane_budget(
-          it->second.rec, snap.plan ? snap.plan->fingerprint : it->second.rec.fingerprint,
-          m.cordoned);
-    }
-    by_id.emplace(id, std::move(m));
+// What a member's session record says of it.
+void add_session(const core::MemberRecord& r, const JobSnapshot& snap, MemberStatus& m) {
+  m.has_session = true;
+  m.nonce = r.nonce;
+  m.fingerprint_matches = !snap.plan || r.fingerprint == snap.plan->fingerprint;
+  m.max_in_flight = r.max_in_flight;
+  m.renewals = r.counter;
+  m.lease = std::chrono::milliseconds(
+      static_cast<std::int64_t>(std::min<std::uint64_t>(r.lease_ms, 1ULL << 40)));
+  // One renewal per third of a lease; saturate rather than overflow on a hostile counter.
+  const std::uint64_t third = static_cast<std::uint64_t>(m.lease.count()) / 3;
+  const std::uint64_t age =
+      third == 0 || r.counter <= (1ULL << 62) / third ? r.counter * third : (1ULL << 62);
+  m.session_age_estimate = std::chrono::milliseconds(static_cast<std::int64_t>(age));
+}
+
+// One member from its session, cordon and assignment records (holdings come from the leases).
+MemberStatus member_status(const JobSnapshot& snap, const std::string& id) {
+  MemberStatus m;
+  m.instance = id;
+  const auto session = snap.members.find(id);
+  if (session != snap.members.end()) add_session(session->second.rec, snap, m);
+  if (auto it = snap.cordons.find(id); it != snap.cordons.end()) {
+    m.cordoned = true;
+    m.cordon_reason = it->second.reason;
   }
+  // A departed member's record is not counted: nobody works on it (ASSIGNED shows "-").
+  if (auto it = snap.assigns.find(id); it != snap.assigns.end() && m.has_session) {
+    m.assigned = it->second.splits.size();
+    m.assignment_term = it->second.term;
+  }
+  if (session != snap.members.end()) {
+    // The leader's own rule: a plan's fingerprint, or this member's when there is no plan yet.
+    m.lane_budget = core::lane_budget(
+        session->second.rec, snap.plan ? snap.plan->fingerprint : session->second.rec.fingerprint,
+        m.cordoned);
+  }
+  return m;
+}
 
-  // Holdings, drains and moves, from the leases.
-  std::vector<SplitMove> moves;
+// Holdings and drains, from the leases.
+void add_holdings(const JobSnapshot& snap, std::map<std::string, MemberStatus>& by_id) {
   for (const auto& [split, lease] : snap.leases) {
     MemberStatus& m = by_id[lease.owner];
     ++m.held;
@@ -136,6 +140,11 @@ JobStatus build_status(const JobSnapshot& snap) {
       if (!assigned_to(*a, split)) ++m.draining;
     }
   }
+}
+
+// Splits assigned to one member while another holds their lease, sorted by split id.
+std::vector<SplitMove> split_moves(const JobSnapshot& snap) {
+  std::vector<SplitMove> moves;
   for (const auto& [to, a] : snap.assigns) {
     if (current_assignment(snap, to) == nullptr) continue;
     for (const std::string& split : a.splits) {
@@ -147,11 +156,12 @@ JobStatus build_status(const JobSnapshot& snap) {
   }
   std::sort(moves.begin(), moves.end(),
             [](const SplitMove& x, const SplitMove& y) { return x.split < y.split; });
-  st.moves_total = moves.size();
-  if (moves.size() > kMaxMovesReported) moves.resize(kMaxMovesReported);
-  st.moves = std::move(moves);
+  return moves;
+}
 
-  // Shares and balance.
+// Each member's share of the held weight, and the balance over members that can work.
+BalanceStatus share_and_balance(std::map<std::string, MemberStatus>& by_id) {
+  BalanceStatus balance;
   std::uint64_t held_total = 0;
   for (const auto& [id, m] : by_id) held_total = add_sat(held_total, m.weight_held);
   long double load_sum = 0;
@@ -160,16 +170,37 @@ JobStatus build_status(const JobSnapshot& snap) {
       m.weight_share = static_cast<double>(static_cast<long double>(m.weight_held) / held_total);
     }
     if (!m.has_session || m.lane_budget == 0) continue;
-    ++st.balance.members;
-    st.balance.max_load = std::max(st.balance.max_load, m.weight_held);
+    ++balance.members;
+    balance.max_load = std::max(balance.max_load, m.weight_held);
     load_sum += m.weight_held;
   }
-  if (st.balance.members > 0) {
-    st.balance.mean_load = static_cast<double>(load_sum / st.balance.members);
-    if (st.balance.mean_load > 0) {
-      st.balance.max_over_mean = static_cast<double>(st.balance.max_load) / st.balance.mean_load;
+  if (balance.members > 0) {
+    balance.mean_load = static_cast<double>(load_sum / balance.members);
+    if (balance.mean_load > 0) {
+      balance.max_over_mean = static_cast<double>(balance.max_load) / balance.mean_load;
     }
   }
+  return balance;
+}
+
+}  // namespace
+
+JobStatus build_status(const JobSnapshot& snap) {
+  JobStatus st;
+  st.found = snap.plan || snap.leader || !snap.members.empty();
+  if (snap.pause) st.paused = PauseStatus{snap.pause->reason, snap.pause->by, snap.pause->since_ms};
+  st.leader = leader_status(snap);
+  st.plan = plan_status(snap);
+  st.splits = count_splits(snap);
+
+  std::map<std::string, MemberStatus> by_id;
+  for (const std::string& id : instances_of(snap)) by_id.emplace(id, member_status(snap, id));
+  add_holdings(snap, by_id);
+  std::vector<SplitMove> moves = split_moves(snap);
+  st.moves_total = moves.size();
+  if (moves.size() > kMaxMovesReported) moves.resize(kMaxMovesReported);
+  st.moves = std::move(moves);
+  st.balance = share_and_balance(by_id);
 
   st.members.reserve(by_id.size());
   for (auto& [id, m] : by_id) st.members.push_back(std::move(m));

@@ -350,47 +350,18 @@ WorkState sticky_and_fill(const AssignmentInput& in) {
 // largest drop of the sum of squared loads available on that pair), then re-keys the two
 // members: O(log M + log k) per move. Per-member ordered split sets are built lazily, only for
 // members that actually give a split away, so a settled fleet costs one O(S) scan.
-void improve(WorkState& st) {
-  const AssignmentInput& in = *st.in;
-  const std::size_t m_count = in.members.size();
-  const std::size_t s_count = in.splits.size();
-  if (m_count < 2) return;
+namespace {
 
-  // movable[m]: m's splits of positive weight (the only ones pass 3 moves); minw[m]: the
-  // lightest of them (meaningless when movable[m] == 0).
-  std::vector<std::uint32_t> movable(m_count, 0);
-  std::vector<std::uint64_t> minw(m_count, kMaxWeight);
-  for (std::size_t j = 0; j < s_count; ++j) {
-    const std::int32_t m = st.at[j];
-    if (m != kNoMember && st.weight[j] > 0) {
-      const auto mm = static_cast<std::size_t>(m);
-      ++movable[mm];
-      minw[mm] = std::min(minw[mm], st.weight[j]);
-    }
-  }
-  std::vector<WideLoad> excess(m_count, 0);
-  auto rekey = [&](std::size_t m) {
-    excess[m] = movable[m] == 0 ? WideLoad{0} : st.load[m] - minw[m];
-  };
-  for (std::size_t m = 0; m < m_count; ++m) rekey(m);
+// The state of one pass 3 over a WorkState, and its phases: count what each member can give
+// (constructor), seed the heaps, snapshot the placement at the first move, build a giver's split
+// set when it first gives, pick the split to move, and move it.
+class Improver {
+ public:
+  explicit Improver(WorkState& st);
+  void run();
 
-  auto lighter = [&st](std::uint32_t a, std::uint32_t b) {
-    if (st.load[a] != st.load[b]) return st.load[a] < st.load[b];
-    return st.member_rank[a] < st.member_rank[b];
-  };
-  auto more_excess = [&](std::uint32_t a, std::uint32_t b) {
-    if (excess[a] != excess[b]) return excess[a] > excess[b];
-    return st.member_rank[a] < st.member_rank[b];
-  };
-  IndexedHeap<decltype(lighter)> open(m_count, lighter);
-  IndexedHeap<decltype(more_excess)> givers(m_count, more_excess);
-  for (std::size_t m = 0; m < m_count; ++m) {
-    const auto h = static_cast<std::uint32_t>(m);
-    if (st.has_free_lane(m)) open.push(h);
-    if (movable[m] > 0) givers.push(h);
-  }
-
-  // Lazily built per-member split sets ordered by (weight, rank).
+ private:
+  // A positive-weight split in a member's set, ordered by (weight, rank).
   struct Entry {
     std::uint64_t weight;
     std::uint32_t rank;
@@ -398,59 +369,179 @@ void improve(WorkState& st) {
       return weight != o.weight ? weight < o.weight : rank < o.rank;
     }
   };
+  using SplitSet = std::pmr::set<Entry>;
+  struct Lighter {
+    const WorkState* st;
+    bool operator()(std::uint32_t a, std::uint32_t b) const {
+      if (st->load[a] != st->load[b]) return st->load[a] < st->load[b];
+      return st->member_rank[a] < st->member_rank[b];
+    }
+  };
+  struct MoreExcess {
+    const std::vector<WideLoad>* excess;
+    const WorkState* st;
+    bool operator()(std::uint32_t a, std::uint32_t b) const {
+      if ((*excess)[a] != (*excess)[b]) return (*excess)[a] > (*excess)[b];
+      return st->member_rank[a] < st->member_rank[b];
+    }
+  };
+
+  void rekey(std::size_t m) {
+    excess_[m] = movable_[m] == 0 ? WideLoad{0} : st_.load[m] - minw_[m];
+  }
+  void seed_heaps();
+  void snapshot();
+  SplitSet& materialize(std::size_t m);
+  static SplitSet::const_iterator nearest_half(const SplitSet& from, WideLoad diff);
+  void move_one(std::uint32_t f, std::uint32_t t);
+
+  WorkState& st_;
+  const std::size_t m_count_;
+  const std::size_t s_count_;
+  // movable_[m]: m's splits of positive weight (the only ones pass 3 moves); minw_[m]: the
+  // lightest of them (meaningless when movable_[m] == 0); excess_[m]: its key in givers_.
+  std::vector<std::uint32_t> movable_;
+  std::vector<std::uint64_t> minw_;
+  std::vector<WideLoad> excess_;
+  IndexedHeap<Lighter> open_;
+  IndexedHeap<MoreExcess> givers_;
   // Set nodes come from one arena, released at once at the end: a busy pass builds tens of
   // thousands of nodes, and a malloc/free per node was a large share of its cost.
-  std::pmr::monotonic_buffer_resource arena;
-  using SplitSet = std::pmr::set<Entry>;
-  std::vector<std::unique_ptr<SplitSet>> sets(m_count);
+  std::pmr::monotonic_buffer_resource arena_;
+  std::vector<std::unique_ptr<SplitSet>> sets_;  // built lazily, in arena_
   // Snapshot of the placement, taken when the first move is made: each member's (weight, rank)
   // entries of positive weight, contiguous, written in one sequential pass over the splits (reading
   // weights member by member instead would be a cache miss per split).
-  std::vector<std::uint32_t> csr_offset;
-  std::vector<Entry> csr_items;
-  std::vector<std::vector<Entry>> arrived(m_count);  // placed after the snapshot
-  auto snapshot = [&]() {
-    csr_offset.assign(m_count + 1, 0);
-    auto listed = [&st](std::size_t j) { return st.at[j] != kNoMember && st.weight[j] > 0; };
-    for (std::size_t j = 0; j < s_count; ++j) {
-      if (listed(j)) ++csr_offset[static_cast<std::size_t>(st.at[j]) + 1];
-    }
-    for (std::size_t m = 0; m < m_count; ++m) csr_offset[m + 1] += csr_offset[m];
-    csr_items.resize(csr_offset[m_count]);
-    std::vector<std::uint32_t> cursor(csr_offset.begin(), csr_offset.end() - 1);
-    for (std::size_t j = 0; j < s_count; ++j) {
-      if (listed(j)) {
-        csr_items[cursor[static_cast<std::size_t>(st.at[j])]++] =
-            Entry{st.weight[j], st.split_rank[j]};
-      }
-    }
-  };
-  // A member's splits leave it only after its set is built, so its snapshot entries plus what
-  // arrived since are exactly what it holds. Built from a sorted run: O(k log k), then O(1)
-  // amortised per hinted insert.
-  std::vector<Entry> scratch;
-  auto materialize = [&](std::size_t m) -> SplitSet& {
-    if (!sets[m]) {
-      scratch.assign(csr_items.begin() + csr_offset[m], csr_items.begin() + csr_offset[m + 1]);
-      scratch.insert(scratch.end(), arrived[m].begin(), arrived[m].end());
-      std::sort(scratch.begin(), scratch.end());
-      auto set = std::make_unique<SplitSet>(&arena);
-      for (const Entry& e : scratch) set->insert(set->end(), e);
-      assert(set->size() == movable[m]);
-      arrived[m] = std::vector<Entry>();
-      sets[m] = std::move(set);
-    }
-    return *sets[m];
-  };
+  std::vector<std::uint32_t> csr_offset_;
+  std::vector<Entry> csr_items_;
+  std::vector<std::vector<Entry>> arrived_;  // placed after the snapshot
+  std::vector<Entry> scratch_;
+};
 
+Improver::Improver(WorkState& st)
+    : st_(st),
+      m_count_(st.in->members.size()),
+      s_count_(st.in->splits.size()),
+      movable_(m_count_, 0),
+      minw_(m_count_, kMaxWeight),
+      excess_(m_count_, 0),
+      open_(m_count_, Lighter{&st}),
+      givers_(m_count_, MoreExcess{&excess_, &st}),
+      sets_(m_count_),
+      arrived_(m_count_) {
+  for (std::size_t j = 0; j < s_count_; ++j) {
+    const std::int32_t m = st_.at[j];
+    if (m != kNoMember && st_.weight[j] > 0) {
+      const auto mm = static_cast<std::size_t>(m);
+      ++movable_[mm];
+      minw_[mm] = std::min(minw_[mm], st_.weight[j]);
+    }
+  }
+  for (std::size_t m = 0; m < m_count_; ++m) rekey(m);
+  seed_heaps();
+}
+
+void Improver::seed_heaps() {
+  for (std::size_t m = 0; m < m_count_; ++m) {
+    const auto h = static_cast<std::uint32_t>(m);
+    if (st_.has_free_lane(m)) open_.push(h);
+    if (movable_[m] > 0) givers_.push(h);
+  }
+}
+
+void Improver::snapshot() {
+  csr_offset_.assign(m_count_ + 1, 0);
+  auto listed = [this](std::size_t j) { return st_.at[j] != kNoMember && st_.weight[j] > 0; };
+  for (std::size_t j = 0; j < s_count_; ++j) {
+    if (listed(j)) ++csr_offset_[static_cast<std::size_t>(st_.at[j]) + 1];
+  }
+  for (std::size_t m = 0; m < m_count_; ++m) csr_offset_[m + 1] += csr_offset_[m];
+  csr_items_.resize(csr_offset_[m_count_]);
+  std::vector<std::uint32_t> cursor(csr_offset_.begin(), csr_offset_.end() - 1);
+  for (std::size_t j = 0; j < s_count_; ++j) {
+    if (listed(j)) {
+      csr_items_[cursor[static_cast<std::size_t>(st_.at[j])]++] =
+          Entry{st_.weight[j], st_.split_rank[j]};
+    }
+  }
+}
+
+// A member's splits leave it only after its set is built, so its snapshot entries plus what
+// arrived since are exactly what it holds. Built from a sorted run: O(k log k), then O(1)
+// amortised per hinted insert.
+Improver::SplitSet& Improver::materialize(std::size_t m) {
+  if (!sets_[m]) {
+    scratch_.assign(csr_items_.begin() + csr_offset_[m], csr_items_.begin() + csr_offset_[m + 1]);
+    scratch_.insert(scratch_.end(), arrived_[m].begin(), arrived_[m].end());
+    std::sort(scratch_.begin(), scratch_.end());
+    auto set = std::make_unique<SplitSet>(&arena_);
+    for (const Entry& e : scratch_) set->insert(set->end(), e);
+    assert(set->size() == movable_[m]);
+    arrived_[m] = std::vector<Entry>();
+    sets_[m] = std::move(set);
+  }
+  return *sets_[m];
+}
+
+// The split of `from` whose weight is nearest diff/2 among those < diff: the heaviest split
+// <= diff/2 or the lightest split > diff/2. `from` holds one of them (its lightest is < diff).
+Improver::SplitSet::const_iterator Improver::nearest_half(const SplitSet& from, WideLoad diff) {
+  const WideLoad half = diff / 2;
+  auto it = half > WideLoad{kMaxWeight}
+                ? from.end()
+                : from.upper_bound(Entry{static_cast<std::uint64_t>(half),
+                                         std::numeric_limits<std::uint32_t>::max()});
+  auto pick = from.end();
+  if (it != from.begin()) pick = std::prev(it);
+  if (it != from.end() && WideLoad{it->weight} < diff) {
+    if (pick == from.end() || WideLoad{2} * it->weight - diff < diff - WideLoad{2} * pick->weight) {
+      pick = it;
+    }
+  }
+  assert(pick != from.end());
+  return pick;
+}
+
+// Moves the best split of giver f to the lightest open member t.
+void Improver::move_one(std::uint32_t f, std::uint32_t t) {
+  SplitSet& from = materialize(f);
+  const WideLoad diff = st_.load[f] - st_.load[t];  // > minw(f) > 0
+  const auto pick = nearest_half(from, diff);
+  const std::uint64_t w = pick->weight;
+  const std::uint32_t j = st_.by_split_rank[pick->rank];
+  assert(improves(st_.load[f], st_.load[t], w));
+  from.erase(pick);
+
+  // Take j off f and re-key f in both heaps, then put it on t and re-key t (one key change
+  // at a time keeps each heap update a single-element repair).
+  st_.move(j, kNoMember);
+  --movable_[f];
+  minw_[f] = from.empty() ? kMaxWeight : from.begin()->weight;
+  rekey(f);
+  givers_.set(f, movable_[f] > 0);
+  open_.set(f, st_.has_free_lane(f));
+
+  st_.move(j, static_cast<std::int32_t>(t));
+  if (sets_[t]) {
+    sets_[t]->insert(Entry{w, st_.split_rank[j]});
+  } else {
+    arrived_[t].push_back(Entry{w, st_.split_rank[j]});
+  }
+  ++movable_[t];
+  minw_[t] = std::min(minw_[t], w);
+  rekey(t);
+  givers_.set(t, true);
+  open_.set(t, st_.has_free_lane(t));
+}
+
+void Improver::run() {
   bool snapshotted = false;
-  for (;;) {
-    if (open.empty() || givers.empty()) break;
-    const std::uint32_t t = open.top();
-    const std::uint32_t f = givers.top();
-    if (!(excess[f] > st.load[t])) break;  // no admitted move anywhere: local optimum
-    if (st.improving_moves >= st.max_improving_moves) {
-      st.backstop_bound = true;
+  while (!open_.empty() && !givers_.empty()) {
+    const std::uint32_t t = open_.top();
+    const std::uint32_t f = givers_.top();
+    if (!(excess_[f] > st_.load[t])) break;  // no admitted move anywhere: local optimum
+    if (st_.improving_moves >= st_.max_improving_moves) {
+      st_.backstop_bound = true;
       break;
     }
     if (!snapshotted) {
@@ -458,50 +549,16 @@ void improve(WorkState& st) {
       snapshotted = true;
     }
     assert(f != t);
-    SplitSet& from = materialize(f);
-    const WideLoad diff = st.load[f] - st.load[t];  // > minw(f) > 0
-    const WideLoad half = diff / 2;
-    auto it = half > WideLoad{kMaxWeight}
-                  ? from.end()
-                  : from.upper_bound(Entry{static_cast<std::uint64_t>(half),
-                                           std::numeric_limits<std::uint32_t>::max()});
-    // Candidates: the heaviest split <= diff/2 and the lightest split > diff/2 (if < diff).
-    auto pick = from.end();
-    if (it != from.begin()) pick = std::prev(it);
-    if (it != from.end() && WideLoad{it->weight} < diff) {
-      if (pick == from.end() ||
-          WideLoad{2} * it->weight - diff < diff - WideLoad{2} * pick->weight) {
-        pick = it;
-      }
-    }
-    assert(pick != from.end());
-    const std::uint64_t w = pick->weight;
-    const std::uint32_t j = st.by_split_rank[pick->rank];
-    assert(improves(st.load[f], st.load[t], w));
-    from.erase(pick);
-
-    // Take j off f and re-key f in both heaps, then put it on t and re-key t (one key change
-    // at a time keeps each heap update a single-element repair).
-    st.move(j, kNoMember);
-    --movable[f];
-    minw[f] = from.empty() ? kMaxWeight : from.begin()->weight;
-    rekey(f);
-    givers.set(f, movable[f] > 0);
-    open.set(f, st.has_free_lane(f));
-
-    st.move(j, static_cast<std::int32_t>(t));
-    if (sets[t]) {
-      sets[t]->insert(Entry{w, st.split_rank[j]});
-    } else {
-      arrived[t].push_back(Entry{w, st.split_rank[j]});
-    }
-    ++movable[t];
-    minw[t] = std::min(minw[t], w);
-    rekey(t);
-    givers.set(t, true);
-    open.set(t, st.has_free_lane(t));
-    ++st.improving_moves;
+    move_one(f, t);
+    ++st_.improving_moves;
   }
+}
+
+}  // namespace
+
+void improve(WorkState& st) {
+  if (st.in->members.size() < 2) return;
+  Improver(st).run();
 }
 
 Assignment finish(const WorkState& st) {

@@ -16,8 +16,6 @@
 
 #include <fmt/format.h>
 
-#include "etlc/errors.hpp"
-
 namespace etlc {
 
 namespace detail {
@@ -152,9 +150,7 @@ std::string_view to_string(OpOutcome outcome) noexcept {
 
 FaultInjectingStore::FaultInjectingStore(std::shared_ptr<KvStore> inner,
                                          std::size_t op_log_capacity)
-    : inner_(std::move(inner)), op_log_capacity_(op_log_capacity) {
-  if (!inner_) throw UsageError("FaultInjectingStore needs an inner store (got null)");
-}
+    : KvStoreWrapper(std::move(inner)), op_log_capacity_(op_log_capacity) {}
 
 FaultInjectingStore::~FaultInjectingStore() = default;
 
@@ -257,7 +253,7 @@ WriteResult FaultInjectingStore::create(std::string_view key, std::string_view v
         validate_key(key);
         validate_value(key, value);
       },
-      [&] { return inner_->create(key, value); });
+      [&] { return KvStoreWrapper::create(key, value); });
 }
 
 WriteResult FaultInjectingStore::update(std::string_view key, std::string_view value,
@@ -268,19 +264,21 @@ WriteResult FaultInjectingStore::update(std::string_view key, std::string_view v
         validate_key(key);
         validate_value(key, value);
       },
-      [&] { return inner_->update(key, value, expected); });
+      [&] { return KvStoreWrapper::update(key, value, expected); });
 }
 
 WriteResult FaultInjectingStore::erase(std::string_view key, Revision expected) {
   return write_op(
-      OpKind::erase, key, [&] { validate_key(key); }, [&] { return inner_->erase(key, expected); });
+      OpKind::erase, key, [&] { validate_key(key); },
+      [&] { return KvStoreWrapper::erase(key, expected); });
 }
 
 std::optional<Entry> FaultInjectingStore::get(std::string_view key) {
   Fault fault;
   const std::uint64_t seq = admit(
       OpKind::get, key, /*is_write=*/false, [&] { validate_key(key); }, fault);
-  std::optional<Entry> entry = call_inner(seq, OpKind::get, key, [&] { return inner_->get(key); });
+  std::optional<Entry> entry =
+      call_inner(seq, OpKind::get, key, [&] { return KvStoreWrapper::get(key); });
   OpRecord rec;
   rec.seq = seq;
   rec.kind = OpKind::get;
@@ -296,7 +294,7 @@ std::vector<Entry> FaultInjectingStore::list(std::string_view prefix) {
   const std::uint64_t seq = admit(
       OpKind::list, prefix, /*is_write=*/false, [&] { validate_prefix(prefix); }, fault);
   std::vector<Entry> entries =
-      call_inner(seq, OpKind::list, prefix, [&] { return inner_->list(prefix); });
+      call_inner(seq, OpKind::list, prefix, [&] { return KvStoreWrapper::list(prefix); });
   OpRecord rec;
   rec.seq = seq;
   rec.kind = OpKind::list;
@@ -323,8 +321,9 @@ std::unique_ptr<Watch> FaultInjectingStore::watch(std::string_view prefix, Watch
       if (auto c = weak.lock()) notify_control(*c);
     };
   }
-  control->inner = call_inner(seq, OpKind::watch, prefix,
-                              [&] { return inner_->watch(prefix, std::move(inner_options)); });
+  control->inner = call_inner(seq, OpKind::watch, prefix, [&] {
+    return KvStoreWrapper::watch(prefix, std::move(inner_options));
+  });
   {
     std::lock_guard<std::mutex> lock(mu_);
     control->holding = hold_;  // published to other threads through mu_

@@ -14,7 +14,7 @@ constexpr std::array<const char*, 3> kResultNames = {"ok", "conflict", "error"};
 
 MeteredStore::MeteredStore(std::shared_ptr<KvStore> inner, MetricsRegistry& registry,
                            const Clock& clock, std::string_view instance)
-    : inner_(std::move(inner)), clock_(clock) {
+    : KvStoreWrapper(std::move(inner)), clock_(clock) {
   for (std::size_t op = 0; op < kOps; ++op) {
     seconds_[op] = &registry.histogram(
         "etl_coordination_store_op_seconds", "Store operation latency by operation", kOpBuckets,
@@ -47,22 +47,22 @@ auto MeteredStore::timed(Op op, Fn&& fn) -> decltype(fn()) {
 }
 
 WriteResult MeteredStore::create(std::string_view key, std::string_view value) {
-  return timed(kCreate, [&] { return inner_->create(key, value); });
+  return timed(kCreate, [&] { return KvStoreWrapper::create(key, value); });
 }
 WriteResult MeteredStore::update(std::string_view key, std::string_view value, Revision expected) {
-  return timed(kUpdate, [&] { return inner_->update(key, value, expected); });
+  return timed(kUpdate, [&] { return KvStoreWrapper::update(key, value, expected); });
 }
 WriteResult MeteredStore::erase(std::string_view key, Revision expected) {
-  return timed(kErase, [&] { return inner_->erase(key, expected); });
+  return timed(kErase, [&] { return KvStoreWrapper::erase(key, expected); });
 }
 std::optional<Entry> MeteredStore::get(std::string_view key) {
-  return timed(kGet, [&] { return inner_->get(key); });
+  return timed(kGet, [&] { return KvStoreWrapper::get(key); });
 }
 std::unique_ptr<Watch> MeteredStore::watch(std::string_view prefix, WatchOptions options) {
-  return timed(kWatch, [&] { return inner_->watch(prefix, std::move(options)); });
+  return timed(kWatch, [&] { return KvStoreWrapper::watch(prefix, std::move(options)); });
 }
 std::vector<Entry> MeteredStore::list(std::string_view prefix) {
-  return timed(kList, [&] { return inner_->list(prefix); });
+  return timed(kList, [&] { return KvStoreWrapper::list(prefix); });
 }
 
 }  // namespace etlc

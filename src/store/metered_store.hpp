@@ -1,18 +1,20 @@
 // MeteredStore: a KvStore decorator that times every operation with the member's Clock and
 // records etl_coordination_store_op_seconds{op,result} and etl_coordination_store_ops_total.
-// Metering wraps the store instead of living in each backend. Thread-safe as the inner store is.
+// Metering wraps the store instead of living in each backend. Thread-safe as the inner store is;
+// shares ownership of it (KvStoreWrapper).
 #pragma once
 
 #include <array>
 #include <memory>
 
 #include "etlc/clock.hpp"
+#include "etlc/kv_store_wrapper.hpp"
 #include "etlc/metrics.hpp"
 #include "etlc/store.hpp"
 
 namespace etlc {
 
-class MeteredStore final : public KvStore {
+class MeteredStore final : public KvStoreWrapper {
  public:
   MeteredStore(std::shared_ptr<KvStore> inner, MetricsRegistry& registry, const Clock& clock,
                std::string_view instance);
@@ -24,15 +26,12 @@ class MeteredStore final : public KvStore {
   std::unique_ptr<Watch> watch(std::string_view prefix, WatchOptions options) override;
   std::vector<Entry> list(std::string_view prefix) override;
 
-  const std::shared_ptr<KvStore>& inner() const noexcept { return inner_; }
-
  private:
   enum Op : std::size_t { kCreate, kUpdate, kErase, kGet, kWatch, kList, kOps };
   enum Result : std::size_t { kOk, kConflict, kError, kResults };
   template <typename Fn>
   auto timed(Op op, Fn&& fn) -> decltype(fn());
 
-  std::shared_ptr<KvStore> inner_;
   const Clock& clock_;
   std::array<Histogram*, kOps> seconds_{};
   std::array<std::array<Counter*, kResults>, kOps> count_{};

@@ -8,42 +8,38 @@
 
 #include <memory>
 
+#include "etlc/kv_store_wrapper.hpp"
 #include "etlc/memory_store.hpp"
 #include "history.hpp"
 
 namespace etlc::sim {
 
-class RecordingStore final : public KvStore {
+class RecordingStore final : public KvStoreWrapper {
  public:
   RecordingStore(std::shared_ptr<MemoryStore> inner, History& history)
-      : inner_(std::move(inner)), history_(history) {}
+      : KvStoreWrapper(std::move(inner)), history_(history) {}
 
   WriteResult create(std::string_view key, std::string_view value) override {
-    WriteResult r = inner_->create(key, value);
+    WriteResult r = KvStoreWrapper::create(key, value);
     history_.on_write(OpKind::create, key, value, r, context);
     return r;
   }
   WriteResult update(std::string_view key, std::string_view value, Revision expected) override {
-    WriteResult r = inner_->update(key, value, expected);
+    WriteResult r = KvStoreWrapper::update(key, value, expected);
     history_.on_write(OpKind::update, key, value, r, context);
     return r;
   }
   WriteResult erase(std::string_view key, Revision expected) override {
-    WriteResult r = inner_->erase(key, expected);
+    WriteResult r = KvStoreWrapper::erase(key, expected);
     history_.on_write(OpKind::erase, key, {}, r, context);
     return r;
   }
-  std::optional<Entry> get(std::string_view key) override { return inner_->get(key); }
-  std::unique_ptr<Watch> watch(std::string_view prefix, WatchOptions options) override {
-    return inner_->watch(prefix, std::move(options));
-  }
-  std::vector<Entry> list(std::string_view prefix) override { return inner_->list(prefix); }
+  // get, watch and list pass through unrecorded (KvStoreWrapper).
 
   // Who is writing (set by the SimStore before each write it forwards).
   Writer context;
 
  private:
-  std::shared_ptr<MemoryStore> inner_;
   History& history_;
 };
 

@@ -71,11 +71,12 @@ class SimWatch final : public Watch {
 SimStore::SimStore(SimEnv env, std::int32_t inc, std::string instance,
                    std::function<std::string()> nonce_of, std::shared_ptr<FaultInjectingStore> fis,
                    std::shared_ptr<RecordingStore> rec)
-    : env_(std::move(env)),
+    : KvStoreWrapper(fis),
+      env_(std::move(env)),
       inc_(inc),
       instance_(std::move(instance)),
       nonce_of_(std::move(nonce_of)),
-      fis_(std::move(fis)),
+      fis_(*fis),
       rec_(std::move(rec)) {}
 
 SimStore::~SimStore() = default;
@@ -116,11 +117,11 @@ WriteResult SimStore::write(OpKind kind, std::string_view key, std::string_view 
   auto forward = [&]() -> WriteResult {
     switch (kind) {
       case OpKind::create:
-        return fis_->create(key, value);
+        return KvStoreWrapper::create(key, value);
       case OpKind::update:
-        return fis_->update(key, value, expected);
+        return KvStoreWrapper::update(key, value, expected);
       default:
-        return fis_->erase(key, expected);
+        return KvStoreWrapper::erase(key, expected);
     }
   };
   if (crash_point) {
@@ -133,7 +134,7 @@ WriteResult SimStore::write(OpKind kind, std::string_view key, std::string_view 
   const double roll = faults.op_fail + faults.op_unknown > 0 ? env_.rng->unit() : 1.0;
   const VirtualNs now = env_.time->now();
   if (roll < faults.op_fail) {
-    fis_->fail_next(1, StoreErrc::unavailable);
+    fis_.fail_next(1, StoreErrc::unavailable);
     env_.trace->add(now, TraceKind::write_err, inc_, key, static_cast<std::int64_t>(kind),
                     static_cast<std::int64_t>(StoreErrc::unavailable));
     return forward();  // throws
@@ -154,7 +155,7 @@ WriteResult SimStore::write(OpKind kind, std::string_view key, std::string_view 
       env_.schedule_late(std::move(lw));
       throw StoreError(StoreErrc::unknown_outcome, "write outcome unknown (simulated, lands late)");
     }
-    fis_->unknown_outcome_next(1, mode == 1);
+    fis_.unknown_outcome_next(1, mode == 1);
     env_.trace->add(now, TraceKind::write_err, inc_, key, static_cast<std::int64_t>(kind),
                     mode == 1 ? kErrUnknownApplied : kErrUnknownDropped);
     return forward();  // throws unknown_outcome (after applying, for mode 1)
@@ -179,10 +180,10 @@ std::optional<Entry> SimStore::get(std::string_view key) {
   const VirtualNs now = env_.time->now();
   if (crash_point) after_crash_point(OpKind::get, key);
   if (faults.op_fail > 0 && env_.rng->chance(faults.op_fail)) {
-    fis_->fail_next(1, StoreErrc::unavailable);
+    fis_.fail_next(1, StoreErrc::unavailable);
     env_.trace->add(now, TraceKind::write_err, inc_, key, static_cast<std::int64_t>(OpKind::get),
                     static_cast<std::int64_t>(StoreErrc::unavailable));
-    return fis_->get(key);  // throws
+    return KvStoreWrapper::get(key);  // throws
   }
   if (now < faults.stale_until && env_.rng->chance(faults.stale_p)) {
     const VirtualNs age = env_.rng->range(kNsPerMs, History::kMaxStaleNs);
@@ -192,7 +193,7 @@ std::optional<Entry> SimStore::get(std::string_view key) {
                     1);
     return e;
   }
-  auto e = fis_->get(key);
+  auto e = KvStoreWrapper::get(key);
   env_.trace->add(now, TraceKind::read, inc_, key, e ? static_cast<std::int64_t>(e->revision) : 0,
                   0);
   return e;
@@ -200,13 +201,13 @@ std::optional<Entry> SimStore::get(std::string_view key) {
 
 std::vector<Entry> SimStore::list(std::string_view prefix) {
   if (admit(OpKind::list, prefix)) after_crash_point(OpKind::list, prefix);
-  if (faults.op_fail > 0 && env_.rng->chance(faults.op_fail)) fis_->fail_next(1);
-  return fis_->list(prefix);
+  if (faults.op_fail > 0 && env_.rng->chance(faults.op_fail)) fis_.fail_next(1);
+  return KvStoreWrapper::list(prefix);
 }
 
 std::unique_ptr<Watch> SimStore::watch(std::string_view prefix, WatchOptions options) {
   if (admit(OpKind::watch, prefix)) after_crash_point(OpKind::watch, prefix);
-  if (faults.op_fail > 0 && env_.rng->chance(faults.op_fail)) fis_->fail_next(1);
+  if (faults.op_fail > 0 && env_.rng->chance(faults.op_fail)) fis_.fail_next(1);
   auto core = std::make_shared<SimWatchCore>();
   WatchOptions inner_opts;
   inner_opts.max_pending = options.max_pending;
@@ -218,7 +219,7 @@ std::unique_ptr<Watch> SimStore::watch(std::string_view prefix, WatchOptions opt
     if (auto d = dirty.lock()) *d = true;
     if (auto a = any.lock()) *a = true;
   };
-  core->inner = fis_->watch(prefix, std::move(inner_opts));
+  core->inner = KvStoreWrapper::watch(prefix, std::move(inner_opts));
   env_.trace->add(env_.time->now(), TraceKind::note, inc_, fmt::format("watch {}", prefix));
   watches_.erase(std::remove_if(watches_.begin(), watches_.end(),
                                 [](const std::weak_ptr<SimWatchCore>& w) { return w.expired(); }),

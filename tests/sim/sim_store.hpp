@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "etlc/fault_injecting_store.hpp"
+#include "etlc/kv_store_wrapper.hpp"
 #include "history.hpp"
 #include "recording_store.hpp"
 #include "rng.hpp"
@@ -76,7 +77,7 @@ struct SimEnv {
 
 struct SimWatchCore;
 
-class SimStore final : public KvStore {
+class SimStore final : public KvStoreWrapper {
  public:
   SimStore(SimEnv env, std::int32_t inc, std::string instance,
            std::function<std::string()> nonce_of, std::shared_ptr<FaultInjectingStore> fis,
@@ -119,7 +120,7 @@ class SimStore final : public KvStore {
   const std::int32_t inc_;
   const std::string instance_;
   std::function<std::string()> nonce_of_;
-  std::shared_ptr<FaultInjectingStore> fis_;
+  FaultInjectingStore& fis_;  // the inner store (KvStoreWrapper), to arm its faults
   std::shared_ptr<RecordingStore> rec_;
   std::vector<std::weak_ptr<SimWatchCore>> watches_;
   // Set by any of this store's watches when the store queued an event (pump skips clean stores).

@@ -10,6 +10,7 @@
 
 #include "etlc/errors.hpp"
 #include "etlc/fault_injecting_store.hpp"
+#include "etlc/kv_store_wrapper.hpp"
 #include "etlc/memory_store.hpp"
 #include "store_conformance/conformance.hpp"
 
@@ -51,6 +52,10 @@ using FaultInjectingStoreTest = Fixture;
 
 TEST(FaultInjectingStoreCtor, RejectsNullInner) {
   EXPECT_THROW(FaultInjectingStore(nullptr), UsageError);
+}
+
+TEST(KvStoreWrapperCtor, RejectsNullInner) {
+  EXPECT_THROW(KvStoreWrapper(nullptr), UsageError);
 }
 
 TEST_F(FaultInjectingStoreTest, FailNextFailsEveryKindWithoutReachingTheInnerStore) {

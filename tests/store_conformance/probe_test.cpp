@@ -7,38 +7,30 @@
 #include <string>
 
 #include "etlc/fault_injecting_store.hpp"
+#include "etlc/kv_store_wrapper.hpp"
 #include "etlc/memory_store.hpp"
 
 namespace etlc {
 namespace {
 
-// Forwards to a MemoryStore; subclasses break one primitive on purpose.
-class ForwardingStore : public KvStore {
+// Forwards to a MemoryStore (`memory`); subclasses break one primitive on purpose.
+class ForwardingStore : public KvStoreWrapper {
  public:
-  WriteResult create(std::string_view key, std::string_view value) override {
-    return inner.create(key, value);
-  }
-  WriteResult update(std::string_view key, std::string_view value, Revision expected) override {
-    return inner.update(key, value, expected);
-  }
-  WriteResult erase(std::string_view key, Revision expected) override {
-    return inner.erase(key, expected);
-  }
-  std::optional<Entry> get(std::string_view key) override { return inner.get(key); }
-  std::unique_ptr<Watch> watch(std::string_view prefix, WatchOptions options) override {
-    return inner.watch(prefix, std::move(options));
-  }
-  std::vector<Entry> list(std::string_view prefix) override { return inner.list(prefix); }
+  ForwardingStore() : ForwardingStore(std::make_shared<MemoryStore>()) {}
 
-  MemoryStore inner;
+  MemoryStore& memory;
+
+ private:
+  explicit ForwardingStore(const std::shared_ptr<MemoryStore>& store)
+      : KvStoreWrapper(store), memory(*store) {}
 };
 
 // CAS that ignores the expected revision (a "put").
 class IgnoresExpectedRevision final : public ForwardingStore {
  public:
   WriteResult update(std::string_view key, std::string_view value, Revision) override {
-    const auto e = inner.get(key);
-    return e ? inner.update(key, value, e->revision) : WriteResult{};
+    const auto e = memory.get(key);
+    return e ? memory.update(key, value, e->revision) : WriteResult{};
   }
 };
 
@@ -47,10 +39,10 @@ class ZeroMatchesAnything final : public ForwardingStore {
  public:
   WriteResult update(std::string_view key, std::string_view value, Revision expected) override {
     if (expected == 0) {
-      const auto e = inner.get(key);
-      return e ? inner.update(key, value, e->revision) : inner.create(key, value);
+      const auto e = memory.get(key);
+      return e ? memory.update(key, value, e->revision) : memory.create(key, value);
     }
-    return inner.update(key, value, expected);
+    return memory.update(key, value, expected);
   }
 };
 
@@ -58,8 +50,8 @@ class ZeroMatchesAnything final : public ForwardingStore {
 class CreateOverwrites final : public ForwardingStore {
  public:
   WriteResult create(std::string_view key, std::string_view value) override {
-    const auto e = inner.get(key);
-    return e ? inner.update(key, value, e->revision) : inner.create(key, value);
+    const auto e = memory.get(key);
+    return e ? memory.update(key, value, e->revision) : memory.create(key, value);
   }
 };
 
@@ -67,8 +59,8 @@ class CreateOverwrites final : public ForwardingStore {
 class EraseIgnoresRevision final : public ForwardingStore {
  public:
   WriteResult erase(std::string_view key, Revision) override {
-    const auto e = inner.get(key);
-    return e ? inner.erase(key, e->revision) : WriteResult{};
+    const auto e = memory.get(key);
+    return e ? memory.erase(key, e->revision) : WriteResult{};
   }
 };
 
@@ -114,7 +106,7 @@ class PerKeyRevisions final : public KvStore {
 class EraseIsANoOp final : public ForwardingStore {
  public:
   WriteResult erase(std::string_view key, Revision expected) override {
-    const auto e = inner.get(key);
+    const auto e = memory.get(key);
     return e && e->revision == expected ? WriteResult{true, expected + 1} : WriteResult{};
   }
 };
@@ -156,10 +148,10 @@ TEST(VerifyFencing, UsesOneFixedKeyPerPrefixSoRestartsReuseIt) {
 class ConcurrentProber final : public ForwardingStore {
  public:
   WriteResult erase(std::string_view key, Revision expected) override {
-    WriteResult r = inner.erase(key, expected);
+    WriteResult r = memory.erase(key, expected);
     if (r.ok && key == "probe.probe" && !taken) {
       taken = true;
-      inner.create(key, "another prober's value");
+      memory.create(key, "another prober's value");
     }
     return r;
   }
@@ -173,8 +165,8 @@ TEST(VerifyFencing, AnotherProberOnTheSharedKeyIsNotIncompatibility) {
   EXPECT_NE(key, "probe.probe");
   EXPECT_EQ(key.rfind("probe.probe-", 0), 0u) << key;
   // The other prober's key is left alone; ours is gone.
-  ASSERT_EQ(store.inner.list("probe.").size(), 1u);
-  EXPECT_EQ(store.inner.get("probe.probe")->value, "another prober's value");
+  ASSERT_EQ(store.memory.list("probe.").size(), 1u);
+  EXPECT_EQ(store.memory.get("probe.probe")->value, "another prober's value");
 }
 
 TEST(VerifyFencing, AcceptsTheTransparentDecorator) {
@@ -188,19 +180,19 @@ TEST(VerifyFencing, AcceptsTheTransparentDecorator) {
 TEST(VerifyFencing, RejectsACasThatIgnoresTheExpectedRevision) {
   IgnoresExpectedRevision store;
   expect_incompatible(store, "compare-and-swap");
-  EXPECT_EQ(store.inner.size(), 0u) << "the scratch key is removed after a failed probe too";
+  EXPECT_EQ(store.memory.size(), 0u) << "the scratch key is removed after a failed probe too";
 }
 
 TEST(VerifyFencing, RejectsACasWhereZeroMatches) {
   ZeroMatchesAnything store;
   expect_incompatible(store, "compare-and-swap");
-  EXPECT_EQ(store.inner.size(), 0u);
+  EXPECT_EQ(store.memory.size(), 0u);
 }
 
 TEST(VerifyFencing, RejectsACreateThatOverwrites) {
   CreateOverwrites store;
   expect_incompatible(store, "create-if-absent");
-  EXPECT_EQ(store.inner.size(), 0u);
+  EXPECT_EQ(store.memory.size(), 0u);
 }
 
 TEST(VerifyFencing, RejectsADeleteThatIgnoresTheExpectedRevision) {

@@ -4,10 +4,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -96,6 +98,99 @@ bool js_disabled(const NatsFailure& f) {
   return f.js_code == JSNotEnabledErr || f.js_code == JSNotEnabledForAccountErr;
 }
 
+// Throws ConfigError naming the connection option nats.c refused.
+void check_option(natsStatus s, std::string_view option, const Redactor& redactor) {
+  if (s == NATS_OK) return;
+  NatsFailure f = NatsFailure::capture(s, static_cast<jsErrCode>(0), redactor);
+  throw ConfigError(fmt::format("{}: nats.c rejected it: {}", option, f.describe()));
+}
+
+// Servers, name, timeouts and the reconnect policy.
+void set_connection_options(natsOptions* raw, const NatsStoreOptions& o, const std::string& bucket,
+                            const Redactor& redactor) {
+  auto check = [&](natsStatus s, std::string_view option) { check_option(s, option, redactor); };
+  std::vector<const char*> urls;
+  for (const auto& url : o.servers) urls.push_back(url.c_str());
+  // SetServers, not SetURL: nats.c 3.4.1's SetURL does not take a list.
+  check(natsOptions_SetServers(raw, urls.data(), static_cast<int>(urls.size())), "servers");
+  std::string name = o.connection_name.empty() ? "etlc:" + bucket : o.connection_name;
+  check(natsOptions_SetName(raw, name.c_str()), "connection_name");
+  check(natsOptions_SetTimeout(raw, o.connect_timeout_ms), "connect_timeout_ms");
+  check(natsOptions_SetAllowReconnect(raw, true), "max_reconnect_attempts");
+  check(natsOptions_SetMaxReconnect(raw, o.max_reconnect_attempts), "max_reconnect_attempts");
+  check(natsOptions_SetReconnectWait(raw, o.reconnect_wait_ms), "reconnect_wait_ms");
+  // Requests in flight when the connection drops fail at once (as unknown outcomes) instead of
+  // waiting for their timeout. A tiny reconnect buffer makes a request that slips past
+  // require_connected() during an outage fail (NATS_INSUFFICIENT_BUFFER, nothing sent) rather
+  // than sit in an 8 MB buffer and be applied long after the caller gave up on it.
+  check(natsOptions_SetFailRequestsOnDisconnect(raw, true), "reconnect policy");
+  check(natsOptions_SetReconnectBufSize(raw, 1), "reconnect policy");
+}
+
+// Credentials and TLS.
+void set_security_options(natsOptions* raw, const NatsStoreOptions& o, const Redactor& redactor) {
+  auto check = [&](natsStatus s, std::string_view option) { check_option(s, option, redactor); };
+  if (!o.user.empty()) {
+    check(natsOptions_SetUserInfo(raw, o.user.c_str(), o.password.c_str()), "user/password");
+  }
+  if (!o.token.empty()) check(natsOptions_SetToken(raw, o.token.c_str()), "token");
+  if (!o.credentials_file.empty()) {
+    check(natsOptions_SetUserCredentialsFromFiles(raw, o.credentials_file.c_str(), nullptr),
+          "credentials_file");
+  }
+  const NatsTlsOptions& tls = o.tls;
+  const bool tls_scheme =
+      std::any_of(o.servers.begin(), o.servers.end(),
+                  [](const std::string& url) { return url.starts_with("tls://"); });
+  bool use_tls = tls.required || tls_scheme || !tls.ca_file.empty() || !tls.cert_file.empty();
+  if (!use_tls) return;
+  check(natsOptions_SetSecure(raw, true), "tls.required");
+  if (!tls.ca_file.empty()) {
+    check(natsOptions_LoadCATrustedCertificates(raw, tls.ca_file.c_str()), "tls.ca_file");
+  }
+  if (!tls.cert_file.empty()) {
+    check(natsOptions_LoadCertificatesChain(raw, tls.cert_file.c_str(), tls.key_file.c_str()),
+          "tls.cert_file/tls.key_file");
+  }
+}
+
+// natsConnection_Connect failed with `s` (`f`): bad credentials and TLS setup are configuration
+// errors; anything else is the servers being unavailable.
+[[noreturn]] void throw_connect_failure(natsStatus s, const NatsFailure& f,
+                                        const NatsStoreOptions& o) {
+  std::string where = fmt::format("connecting to [{}]", servers_text(o));
+  switch (s) {
+    case NATS_CONNECTION_AUTH_FAILED:
+    case NATS_NOT_PERMITTED:
+      throw ConfigError(fmt::format("{}: authentication failed with {}: {}", where,
+                                    credentials_text(o), f.describe()));
+    case NATS_SSL_ERROR:
+    case NATS_SECURE_CONNECTION_WANTED:
+    case NATS_SECURE_CONNECTION_REQUIRED:
+      throw ConfigError(fmt::format(
+          "{}: TLS setup failed (check tls.required, tls.ca_file, tls.cert_file/key_file and "
+          "the URL scheme): {}",
+          where, f.describe()));
+    default:
+      throw StoreError(StoreErrc::unavailable, fmt::format("{}: {}", where, f.describe()));
+  }
+}
+
+// The bucket did not become usable within connect_timeout_ms; `f` is the last failure seen.
+[[noreturn]] void throw_not_ready(const NatsFailure& f, std::string_view what,
+                                  std::int64_t connect_timeout_ms) {
+  // A server without JetStream has no responder for the JetStream API at all.
+  if (f.status == NATS_NO_RESPONDERS) {
+    throw StoreError(StoreErrc::incompatible,
+                     fmt::format("{}: nothing answers the JetStream API within "
+                                 "connect_timeout_ms ({}); is JetStream enabled (-js)?",
+                                 what, connect_timeout_ms));
+  }
+  throw StoreError(StoreErrc::unavailable,
+                   fmt::format("{}: not ready within connect_timeout_ms ({}): {}", what,
+                               connect_timeout_ms, f.describe()));
+}
+
 }  // namespace
 
 Core::Core(NatsStoreOptions options)
@@ -155,84 +250,24 @@ void Core::connect() {
     throw StoreError(StoreErrc::unavailable, "nats.c could not allocate connection options");
   }
   OptionsPtr opts(raw);
-  auto check = [&](natsStatus s, std::string_view option) {
-    if (s == NATS_OK) return;
-    NatsFailure f = NatsFailure::capture(s, static_cast<jsErrCode>(0), redactor_);
-    throw ConfigError(fmt::format("{}: nats.c rejected it: {}", option, f.describe()));
-  };
-
-  std::vector<const char*> urls;
-  bool tls_scheme = false;
-  for (const auto& url : options_.servers) {
-    urls.push_back(url.c_str());
-    if (url.starts_with("tls://")) tls_scheme = true;
-  }
-  // SetServers, not SetURL: nats.c 3.4.1's SetURL does not take a list.
-  check(natsOptions_SetServers(raw, urls.data(), static_cast<int>(urls.size())), "servers");
-  std::string name =
-      options_.connection_name.empty() ? "etlc:" + bucket_ : options_.connection_name;
-  check(natsOptions_SetName(raw, name.c_str()), "connection_name");
-  check(natsOptions_SetTimeout(raw, options_.connect_timeout_ms), "connect_timeout_ms");
-  check(natsOptions_SetAllowReconnect(raw, true), "max_reconnect_attempts");
-  check(natsOptions_SetMaxReconnect(raw, options_.max_reconnect_attempts),
-        "max_reconnect_attempts");
-  check(natsOptions_SetReconnectWait(raw, options_.reconnect_wait_ms), "reconnect_wait_ms");
-  // Requests in flight when the connection drops fail at once (as unknown outcomes) instead of
-  // waiting for their timeout. A tiny reconnect buffer makes a request that slips past
-  // require_connected() during an outage fail (NATS_INSUFFICIENT_BUFFER, nothing sent) rather
-  // than sit in an 8 MB buffer and be applied long after the caller gave up on it.
-  check(natsOptions_SetFailRequestsOnDisconnect(raw, true), "reconnect policy");
-  check(natsOptions_SetReconnectBufSize(raw, 1), "reconnect policy");
-
-  if (!options_.user.empty()) {
-    check(natsOptions_SetUserInfo(raw, options_.user.c_str(), options_.password.c_str()),
-          "user/password");
-  }
-  if (!options_.token.empty()) check(natsOptions_SetToken(raw, options_.token.c_str()), "token");
-  if (!options_.credentials_file.empty()) {
-    check(natsOptions_SetUserCredentialsFromFiles(raw, options_.credentials_file.c_str(), nullptr),
-          "credentials_file");
-  }
-  const NatsTlsOptions& tls = options_.tls;
-  bool use_tls = tls.required || tls_scheme || !tls.ca_file.empty() || !tls.cert_file.empty();
-  if (use_tls) {
-    check(natsOptions_SetSecure(raw, true), "tls.required");
-    if (!tls.ca_file.empty()) {
-      check(natsOptions_LoadCATrustedCertificates(raw, tls.ca_file.c_str()), "tls.ca_file");
-    }
-    if (!tls.cert_file.empty()) {
-      check(natsOptions_LoadCertificatesChain(raw, tls.cert_file.c_str(), tls.key_file.c_str()),
-            "tls.cert_file/tls.key_file");
-    }
-  }
+  set_connection_options(raw, options_, bucket_, redactor_);
+  set_security_options(raw, options_, redactor_);
 
   events_ = new ConnectionEvents();
   events_->core = weak_from_this();
-  check(natsOptions_SetDisconnectedCB(raw, &Core::on_disconnected, events_), "callbacks");
-  check(natsOptions_SetReconnectedCB(raw, &Core::on_reconnected, events_), "callbacks");
-  check(natsOptions_SetClosedCB(raw, &Core::on_closed, events_), "callbacks");
-  check(natsOptions_SetErrorHandler(raw, &Core::on_async_error, events_), "callbacks");
+  check_option(natsOptions_SetDisconnectedCB(raw, &Core::on_disconnected, events_), "callbacks",
+               redactor_);
+  check_option(natsOptions_SetReconnectedCB(raw, &Core::on_reconnected, events_), "callbacks",
+               redactor_);
+  check_option(natsOptions_SetClosedCB(raw, &Core::on_closed, events_), "callbacks", redactor_);
+  check_option(natsOptions_SetErrorHandler(raw, &Core::on_async_error, events_), "callbacks",
+               redactor_);
 
   natsStatus s = natsConnection_Connect(&nc_, raw);
   if (s == NATS_OK) return;
   NatsFailure f = NatsFailure::capture(s, static_cast<jsErrCode>(0), redactor_);
   nc_ = nullptr;
-  std::string where = fmt::format("connecting to [{}]", servers_text(options_));
-  switch (s) {
-    case NATS_CONNECTION_AUTH_FAILED:
-    case NATS_NOT_PERMITTED:
-      throw ConfigError(fmt::format("{}: authentication failed with {}: {}", where,
-                                    credentials_text(options_), f.describe()));
-    case NATS_SSL_ERROR:
-    case NATS_SECURE_CONNECTION_WANTED:
-    case NATS_SECURE_CONNECTION_REQUIRED:
-      throw ConfigError(fmt::format(
-          "{}: TLS setup failed (check tls.required, tls.ca_file, tls.cert_file/key_file and "
-          "the URL scheme): {}",
-          where, f.describe()));
-    default:
-      throw StoreError(StoreErrc::unavailable, fmt::format("{}: {}", where, f.describe()));
-  }
+  throw_connect_failure(s, f, options_);
 }
 
 void Core::ensure_bucket() {
@@ -268,60 +303,19 @@ void Core::ensure_bucket() {
                                    "(start nats-server with -js): {}",
                                    what, f.describe()));
     }
-    if ((s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr) && !options_.create_bucket) {
+    const bool missing = s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr;
+    if (missing && !options_.create_bucket) {
       throw StoreError(StoreErrc::not_found,
                        fmt::format("{} does not exist (not created: create_bucket is off)", what));
     }
-    if (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr) {
-      kvConfig cfg;
-      kvConfig_Init(&cfg);
-      cfg.Bucket = bucket_.c_str();
-      cfg.Description = "etl-coordination job records";
-      cfg.History = static_cast<std::uint8_t>(options_.history);
-      cfg.MaxValueSize = static_cast<std::int32_t>(kBucketMaxValueBytes);
-      cfg.TTL = 0;
-      cfg.StorageType = js_FileStorage;
-      cfg.Replicas = options_.replicas;
-      kvStore* created = nullptr;
-      natsStatus cs = js_CreateKeyValue(&created, js_.get(), &cfg);
-      KvPtr created_kv(created);
-      if (cs == NATS_OK) break;
-      NatsFailure cf = NatsFailure::capture(cs, static_cast<jsErrCode>(0), redactor_);
-      // Another member may have created it at the same time (possibly differently): re-read.
-      // nats-server 2.9 answers a create that races another create of the same stream either
-      // "already in use" or "subjects overlap"; the latter also means a stream of another name
-      // captures our subjects, which no re-read resolves, hence the bound.
-      const bool overlap = cf.detail.find("subjects overlap") != std::string::npos;
-      overlaps = overlap ? overlaps + 1 : 0;
-      if (overlaps > kMaxSubjectOverlaps || (overlap && now() >= deadline)) {
-        throw StoreError(StoreErrc::incompatible,
-                         fmt::format("{}: another stream already captures the subjects '{}>': {}",
-                                     what, subject_prefix_, cf.describe()));
-      }
-      if (!overlap && cf.detail.find("already in use") == std::string::npos &&
-          !setup_retryable(cf)) {
-        StoreErrc code = cf.detail.find("replicas") != std::string::npos ||
-                                 cf.detail.find("insufficient resources") != std::string::npos
-                             ? StoreErrc::incompatible
-                             : StoreErrc::unavailable;
-        throw StoreError(code, fmt::format("{}: creating it failed: {}", what, cf.describe()));
-      }
-      f = cf;
+    if (missing) {
+      std::optional<NatsFailure> retry = create_bucket(what, deadline, overlaps);
+      if (!retry) break;
+      f = std::move(*retry);
     } else if (!setup_retryable(f)) {
       throw_failure(f, OpKind::read, what);
     }
-    if (now() >= deadline) {
-      // A server without JetStream has no responder for the JetStream API at all.
-      if (f.status == NATS_NO_RESPONDERS) {
-        throw StoreError(StoreErrc::incompatible,
-                         fmt::format("{}: nothing answers the JetStream API within "
-                                     "connect_timeout_ms ({}); is JetStream enabled (-js)?",
-                                     what, options_.connect_timeout_ms));
-      }
-      throw StoreError(StoreErrc::unavailable,
-                       fmt::format("{}: not ready within connect_timeout_ms ({}): {}", what,
-                                   options_.connect_timeout_ms, f.describe()));
-    }
+    if (now() >= deadline) throw_not_ready(f, what, options_.connect_timeout_ms);
     std::this_thread::sleep_for(kSetupRetryPause);
   }
 
@@ -329,6 +323,43 @@ void Core::ensure_bucket() {
   // A job's bucket holds messages from its first member's probe on, so only a new bucket costs
   // the readiness publish, and read-only tools (etlc status) on a live job never publish.
   if (!holds_messages) wait_until_accepting();
+}
+
+std::optional<NatsFailure> Core::create_bucket(std::string_view what, Clock::time_point deadline,
+                                               int& overlaps) {
+  kvConfig cfg;
+  kvConfig_Init(&cfg);
+  cfg.Bucket = bucket_.c_str();
+  cfg.Description = "etl-coordination job records";
+  cfg.History = static_cast<std::uint8_t>(options_.history);
+  cfg.MaxValueSize = static_cast<std::int32_t>(kBucketMaxValueBytes);
+  cfg.TTL = 0;
+  cfg.StorageType = js_FileStorage;
+  cfg.Replicas = options_.replicas;
+  kvStore* created = nullptr;
+  natsStatus cs = js_CreateKeyValue(&created, js_.get(), &cfg);
+  KvPtr created_kv(created);
+  if (cs == NATS_OK) return std::nullopt;
+  NatsFailure cf = NatsFailure::capture(cs, static_cast<jsErrCode>(0), redactor_);
+  // Another member may have created it at the same time (possibly differently): re-read.
+  // nats-server 2.9 answers a create that races another create of the same stream either
+  // "already in use" or "subjects overlap"; the latter also means a stream of another name
+  // captures our subjects, which no re-read resolves, hence the bound.
+  const bool overlap = cf.detail.find("subjects overlap") != std::string::npos;
+  overlaps = overlap ? overlaps + 1 : 0;
+  if (overlaps > kMaxSubjectOverlaps || (overlap && now() >= deadline)) {
+    throw StoreError(StoreErrc::incompatible,
+                     fmt::format("{}: another stream already captures the subjects '{}>': {}", what,
+                                 subject_prefix_, cf.describe()));
+  }
+  if (!overlap && cf.detail.find("already in use") == std::string::npos && !setup_retryable(cf)) {
+    StoreErrc code = cf.detail.find("replicas") != std::string::npos ||
+                             cf.detail.find("insufficient resources") != std::string::npos
+                         ? StoreErrc::incompatible
+                         : StoreErrc::unavailable;
+    throw StoreError(code, fmt::format("{}: creating it failed: {}", what, cf.describe()));
+  }
+  return cf;
 }
 
 void Core::wait_until_accepting() {

@@ -125,6 +125,11 @@ class Core : public std::enable_shared_from_this<Core> {
  private:
   void connect();
   void ensure_bucket();
+  // One attempt to create the bucket: nullopt once created; the failure when another look is
+  // worth it (a concurrent create, a transient error); throws when none is. `overlaps` counts
+  // consecutive "subjects overlap" answers across attempts.
+  std::optional<NatsFailure> create_bucket(std::string_view what, Clock::time_point deadline,
+                                           int& overlaps);
   void check_compatible(const jsStreamInfo& info) const;
   void wait_for_stream_leader();
   // Returns once the stream answers publishes. nats-server 2.9.10 lists a stream being created

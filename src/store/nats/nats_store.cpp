@@ -28,6 +28,38 @@ std::string probe_prefix() {
   return fmt::format("_etlc_probe.{:016x}.", nonce);
 }
 
+enum class GuardedWrite : std::uint8_t { update, erase };
+
+// update and erase: a publish guarded by `expected`, which must name the key's live value. The
+// server would accept a delete marker's revision as the expected last sequence (and resurrect
+// the key), so a revision this process does not know as live is checked with a leader read
+// first. A lost race reports the current revision only when it is a known live one.
+WriteResult guarded_write(Core& core, GuardedWrite kind, std::string_view key,
+                          std::string_view value, Revision expected) {
+  if (expected == 0) return WriteResult{false, 0};  // never matches; nothing is sent
+  const bool erase = kind == GuardedWrite::erase;
+  const std::string what = fmt::format("{} '{}'", erase ? "erase" : "update", key);
+  if (!core.live_revisions().contains(expected)) {
+    core.count_guard_read();
+    LastMessage last = core.read_last(key, what);
+    if (!last.live() || last.revision != expected) {
+      return WriteResult{false, last.live() ? last.revision : 0};
+    }
+  }
+  Published p = core.publish(key, value, expected, erase, what);
+  if (!p.ok) {
+    const bool known = p.last_revision != 0 && core.live_revisions().contains(p.last_revision);
+    return WriteResult{false, known ? p.last_revision : 0};
+  }
+  if (erase) {
+    core.delete_markers().insert(p.revision);
+    core.marker_hints().note(key, p.revision);
+  } else {
+    core.live_revisions().insert(p.revision);
+  }
+  return WriteResult{true, p.revision};
+}
+
 }  // namespace
 
 NatsStore::NatsStore(NatsStoreOptions options)
@@ -88,45 +120,12 @@ WriteResult NatsStore::create(std::string_view key, std::string_view value) {
 WriteResult NatsStore::update(std::string_view key, std::string_view value, Revision expected) {
   validate_key(key);
   validate_value(key, value);
-  if (expected == 0) return WriteResult{false, 0};  // never matches; nothing is sent
-  std::string what = fmt::format("update '{}'", key);
-  if (!core_->live_revisions().contains(expected)) {
-    // The server would accept a delete marker's revision as the expected last sequence (and
-    // resurrect the key); rule that out with a leader read first.
-    core_->count_guard_read();
-    LastMessage last = core_->read_last(key, what);
-    if (!last.live() || last.revision != expected) {
-      return WriteResult{false, last.live() ? last.revision : 0};
-    }
-  }
-  Published p = core_->publish(key, value, expected, false, what);
-  if (p.ok) {
-    core_->live_revisions().insert(p.revision);
-    return WriteResult{true, p.revision};
-  }
-  bool known = p.last_revision != 0 && core_->live_revisions().contains(p.last_revision);
-  return WriteResult{false, known ? p.last_revision : 0};
+  return guarded_write(*core_, GuardedWrite::update, key, value, expected);
 }
 
 WriteResult NatsStore::erase(std::string_view key, Revision expected) {
   validate_key(key);
-  if (expected == 0) return WriteResult{false, 0};  // never matches; nothing is sent
-  std::string what = fmt::format("erase '{}'", key);
-  if (!core_->live_revisions().contains(expected)) {
-    core_->count_guard_read();
-    LastMessage last = core_->read_last(key, what);
-    if (!last.live() || last.revision != expected) {
-      return WriteResult{false, last.live() ? last.revision : 0};
-    }
-  }
-  Published p = core_->publish(key, {}, expected, true, what);
-  if (p.ok) {
-    core_->delete_markers().insert(p.revision);
-    core_->marker_hints().note(key, p.revision);
-    return WriteResult{true, p.revision};
-  }
-  bool known = p.last_revision != 0 && core_->live_revisions().contains(p.last_revision);
-  return WriteResult{false, known ? p.last_revision : 0};
+  return guarded_write(*core_, GuardedWrite::erase, key, {}, expected);
 }
 
 std::optional<Entry> NatsStore::get(std::string_view key) {
