@@ -3,6 +3,7 @@
 
 #include "env_reader.hpp"
 #include "etlc/env_config.hpp"
+#include "etlc/nats_store.hpp"
 #include "store/nats/nats_redact.hpp"
 
 namespace etlc {
@@ -22,14 +23,6 @@ std::vector<std::string> split_urls(const std::string& text) {
     while (!url.empty() && url.back() == ' ') url.pop_back();
     out.push_back(std::move(url));  // an empty entry is left for validate() to name
     start = comma + 1;
-  }
-  return out;
-}
-
-std::string redact_urls(std::string_view text) {
-  std::string out;
-  for (const std::string& url : split_urls(std::string(text))) {
-    out += (out.empty() ? "" : ",") + nats_detail::redact_url(url);
   }
   return out;
 }
@@ -60,7 +53,8 @@ void read_nats(env::EnvReader& r, NatsStoreOptions& n) {
 std::string summary_of(const EnvConfig& c, const std::string& instance_source) {
   std::string servers;
   for (const auto& s : c.nats.servers) {
-    servers += (servers.empty() ? "" : ", ") + nats_detail::redact_url(s);
+    if (!servers.empty()) servers += ", ";
+    servers += nats_detail::redact_url(s);
   }
   const std::string where = !c.nats.bucket.empty() ? fmt::format("bucket {}", c.nats.bucket)
                                                    : fmt::format("job {}", c.nats.job);
