@@ -392,7 +392,10 @@ bool History::check_repair(SplitTruth& t, OpKind kind, const core::SplitRecord& 
     // ahead of durable progress (check_covered: only emitted records), owner cleared.
     t.damaged = false;
     ++stats_.rebuilds;
-    if (next.epoch <= t.max_epoch || next.owner) {
+    // A split no claim ever reached (epoch 0 throughout) has no tenancy to fence off: seeding it
+    // again as new, at epoch 0, is what a leader that never saw the record does, and is safe.
+    const bool never_claimed = t.max_epoch == 0 && next.epoch == 0 && kind == OpKind::create;
+    if ((next.epoch <= t.max_epoch && !never_claimed) || next.owner) {
       fail(1, fmt::format("split.{} rebuilt by {} at epoch {} (owner {}) after damage; the split "
                           "had epoch {}",
                           id, who(w), next.epoch, owner_of(next), t.max_epoch));

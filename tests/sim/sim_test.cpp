@@ -405,6 +405,15 @@ TEST(SimRegression, AStaleReadDoesNotMakeADeletedSplitRecordLookRepaired_Chaos19
   EXPECT_TRUE(r.ok()) << r.report();
 }
 
+// The operator deleted split.s0014 (epoch 0, never claimed) during a re-plan; the new leader,
+// which never saw the record, seeded it again at epoch 0. No tenancy existed to fence off, so
+// that is no violation (the checker used to call it a rebuild at a stale epoch).
+TEST(SimRegression, ReseedingANeverClaimedSplitAtEpochZeroIsNoRebuild_Operator26547) {
+  const RunResult r = run(26547, "operator");
+  EXPECT_TRUE(r.ok()) << r.report();
+  EXPECT_GT(r.history.rebuilds, 0u);
+}
+
 // --- the simulator's machinery
 // --------------------------------------------------------------------
 
