@@ -45,6 +45,23 @@ SplitRecord park_for_spec(const SplitRecord& record, std::string_view problem) {
   return r;
 }
 
+std::uint64_t seeded_epoch(std::uint64_t term, std::uint64_t lease_epoch) {
+  if (term <= 1 && lease_epoch == 0) return 0;
+  return rebuilt_epoch(0, lease_epoch, term);
+}
+
+SplitRecord quarantine_for_attempts(const SplitRecord& record, std::uint32_t attempts) {
+  SplitRecord r = record;
+  r.status = SplitStatus::quarantined;
+  r.attempts = attempts;
+  r.owner.reset();
+  r.owner_nonce.reset();
+  if (r.last_error && r.last_error->rfind(kSpecProblemPrefix, 0) == 0) {
+    r.last_error = fmt::format("quarantined after {} delivery attempts", attempts);
+  }
+  return r;
+}
+
 bool parked_for_spec(const SplitRecord& record) {
   return record.status == SplitStatus::quarantined && record.last_error &&
          record.last_error->rfind(kSpecProblemPrefix, 0) == 0;

@@ -52,8 +52,19 @@ SplitRecord rebuild_from_spec(const SplitSpec& spec, std::uint64_t epoch);
 // what is wrong with it; the reason adds the repair.
 inline constexpr std::string_view kSpecProblemPrefix = "spec unusable: ";
 SplitRecord park_for_spec(const SplitRecord& record, std::string_view problem);
+// The epoch of a split record the leader creates while seeding. In the job's first term no
+// record can have existed before: 0. In a later term the planner's split may have been seeded,
+// claimed and then deleted before this leader's views existed (an operator's delete nobody now
+// remembers): it starts as a rebuild with no memory would, above every earlier term's epochs.
+std::uint64_t seeded_epoch(std::uint64_t term, std::uint64_t lease_epoch);
+
 // True for a record parked by park_for_spec (quarantined, reason with kSpecProblemPrefix).
 bool parked_for_spec(const SplitRecord& record);
+
+// The record quarantined by the claim that found `attempts` reach the cap: owner cleared. A
+// last_error left by an earlier park (the split was requeued since) is replaced, so the
+// quarantine is never taken for a park that a re-plan requeues.
+SplitRecord quarantine_for_attempts(const SplitRecord& record, std::uint32_t attempts);
 
 // What an observer grants a peer whose session record says `rec`.
 struct PeerBounds {

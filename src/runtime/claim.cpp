@@ -150,11 +150,7 @@ void Worker::park(const std::string& id, const core::SplitRecord& rec, Revision 
 // view, which may lag behind a live owner's claim): park the split, give the lease back.
 void Worker::quarantine(const std::string& id, const core::SplitRecord& rec, Revision rev,
                         std::uint32_t attempts, Revision lease_rev) {
-  core::SplitRecord parked = rec;
-  parked.status = core::SplitStatus::quarantined;
-  parked.attempts = attempts;
-  parked.owner.reset();
-  parked.owner_nonce.reset();
+  const core::SplitRecord parked = core::quarantine_for_attempts(rec, attempts);
   if (ctx_.store.update(core::split_key(id), core::encode(parked), rev).ok) {
     log().warn("etlc: {}: quarantined split '{}' after {} attempts", ctx_.instance, id, attempts);
     ctx_.metrics.quarantined_split();

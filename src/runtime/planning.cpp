@@ -13,6 +13,7 @@
 #include "core/completion.hpp"
 #include "core/keys.hpp"
 #include "core/protocol_assert.hpp"
+#include "core/repair_rules.hpp"
 #include "log.hpp"
 #include "runtime/leadership.hpp"
 
@@ -171,6 +172,9 @@ void Leadership::seed_slice() {
     core::SplitRecord& rec = records[i];
     rec.id = s.spec.id;
     rec.weight = s.spec.weight;
+    const auto lease = views_.leases().find(s.spec.id);
+    rec.epoch =
+        core::seeded_epoch(term_, lease == views_.leases().end() ? 0 : lease->second.rec.epoch);
     if (s.seed_progress) rec.progress = *s.seed_progress;
     tasks.emplace_back([this, &s, &rec, &out = created[i]] {
       ctx_.store.create(core::spec_key(s.spec.id), core::encode(core::SpecRecord{s.spec}));

@@ -183,8 +183,10 @@ void History::check_split_write(OpKind kind, const std::string& id, std::string_
     if (t.exists) {
       fail(1, fmt::format("split.{} created again by {}", id, who(w)));
     }
-    if (next.epoch != 0 || next.owner || next.status != core::SplitStatus::runnable ||
-        next.attempts != 0 || next.progress.watermark != 0) {
+    // Any epoch: no tenancy of a split that never existed can be fenced off (a leader in a
+    // later term seeds above the term floor, core::seeded_epoch).
+    if (next.owner || next.status != core::SplitStatus::runnable || next.attempts != 0 ||
+        next.progress.watermark != 0) {
       fail(1, fmt::format("split.{} seeded by {} with a non-initial record: {}", id, who(w),
                           describe(next)));
     }
