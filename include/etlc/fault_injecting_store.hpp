@@ -37,12 +37,13 @@
 #include <functional>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
+#include "etlc/detail/mutex.hpp"
 #include "etlc/kv_store_wrapper.hpp"
 #include "etlc/store.hpp"
 
@@ -94,29 +95,31 @@ class FaultInjectingStore final : public KvStoreWrapper {
 
   // KvStore: the inner store's behaviour, plus armed faults. Arguments are validated here first
   // (invalid_argument), so an invalid call never consumes a fault.
-  WriteResult create(std::string_view key, std::string_view value) override;
-  WriteResult update(std::string_view key, std::string_view value, Revision expected) override;
-  WriteResult erase(std::string_view key, Revision expected) override;
-  std::optional<Entry> get(std::string_view key) override;
+  WriteResult create(std::string_view key, std::string_view value) override ETLC_EXCLUDES(mu_);
+  WriteResult update(std::string_view key, std::string_view value, Revision expected) override
+      ETLC_EXCLUDES(mu_);
+  WriteResult erase(std::string_view key, Revision expected) override ETLC_EXCLUDES(mu_);
+  std::optional<Entry> get(std::string_view key) override ETLC_EXCLUDES(mu_);
   // The returned Watch honours hold_watch_events/release_held/break_watches (below). Its notify
   // callback runs when the inner watch notifies, and after release_held released events into it,
   // after hold_watch_events(false) and after break_watches(). Destroying it waits for callbacks
   // in flight, as for any Watch.
-  std::unique_ptr<Watch> watch(std::string_view prefix, WatchOptions options) override;
-  std::vector<Entry> list(std::string_view prefix) override;
+  std::unique_ptr<Watch> watch(std::string_view prefix, WatchOptions options) override
+      ETLC_EXCLUDES(mu_);
+  std::vector<Entry> list(std::string_view prefix) override ETLC_EXCLUDES(mu_);
 
   // --- faults -----------------------------------------------------------------------------------
 
   // The next `n` operations throw StoreError(code) without reaching the inner store. Replaces any
   // pending count.
-  void fail_next(std::size_t n, StoreErrc code = StoreErrc::unavailable);
+  void fail_next(std::size_t n, StoreErrc code = StoreErrc::unavailable) ETLC_EXCLUDES(mu_);
   // The next `n` writes throw StoreError(unknown_outcome); with `apply` they reach the inner store
   // first. Replaces any pending count.
-  void unknown_outcome_next(std::size_t n, bool apply);
+  void unknown_outcome_next(std::size_t n, bool apply) ETLC_EXCLUDES(mu_);
   // Disarms fail_next and unknown_outcome_next (watch holding is unchanged).
-  void clear_faults();
-  std::size_t failures_pending() const;
-  std::size_t unknown_outcomes_pending() const;
+  void clear_faults() ETLC_EXCLUDES(mu_);
+  std::size_t failures_pending() const ETLC_EXCLUDES(mu_);
+  std::size_t unknown_outcomes_pending() const ETLC_EXCLUDES(mu_);
 
   // While on, events of every watch created through this decorator (existing and future) stay
   // out of poll's reach: they wait, in order, in the inner watch's queue, which keeps its own
@@ -125,30 +128,30 @@ class FaultInjectingStore final : public KvStoreWrapper {
   // event: poll reports it once the events before it were released and returned, or after
   // holding stops. Turning holding off makes every waiting event visible again and notifies every
   // watch.
-  void hold_watch_events(bool hold);
-  bool holding_watch_events() const;
+  void hold_watch_events(bool hold) ETLC_EXCLUDES(mu_);
+  bool holding_watch_events() const ETLC_EXCLUDES(mu_);
   // While holding: moves up to `max_per_watch` waiting events of each live watch, oldest first,
   // to where its poll can see them (at most max_pending visible per watch), and notifies each
   // watch that got events. Watches are visited in creation order. Returns how many events were
   // released in total. A no-op (returns 0) when not holding.
-  std::size_t release_held(std::size_t max_per_watch = kAll);
+  std::size_t release_held(std::size_t max_per_watch = kAll) ETLC_EXCLUDES(mu_);
   // Breaks every live watch created through this decorator, now: its next poll throws
   // StoreError(watch_broken) and every later poll too. Events not yet returned by poll (held,
   // released or still in the inner queue) are discarded, as a dropped connection loses them;
   // the consumer recovers by re-watching, which yields a fresh snapshot. Each broken watch is
   // notified. Watches created afterwards are unaffected.
-  void break_watches();
+  void break_watches() ETLC_EXCLUDES(mu_);
   // Live watches created through this decorator (not destroyed, not broken by break_watches).
-  std::size_t watch_count() const;
+  std::size_t watch_count() const ETLC_EXCLUDES(mu_);
 
   // --- observation -------------------------------------------------------------------------------
 
   // The last records (up to the capacity), oldest first.
-  std::vector<OpRecord> op_log() const;
-  void clear_op_log();
+  std::vector<OpRecord> op_log() const ETLC_EXCLUDES(mu_);
+  void clear_op_log() ETLC_EXCLUDES(mu_);
   // Calls of `kind` made through this decorator since construction, whatever their outcome
   // (including injected failures and invalid arguments). Never reset.
-  std::uint64_t op_count(OpKind kind) const;
+  std::uint64_t op_count(OpKind kind) const ETLC_EXCLUDES(mu_);
 
  private:
   enum class FaultKind : std::uint8_t { none, fail, unknown_drop, unknown_apply };
@@ -161,31 +164,35 @@ class FaultInjectingStore final : public KvStoreWrapper {
   // invalid arguments, injected failures and dropped unknown outcomes; otherwise returns the
   // call's seq and the fault still to apply (none, or unknown_apply for a write).
   std::uint64_t admit(OpKind kind, std::string_view key, bool is_write,
-                      const std::function<void()>& validate, Fault& fault);
-  // Runs an inner call; records and rethrows a StoreError it throws.
+                      const std::function<void()>& validate, Fault& fault) ETLC_EXCLUDES(mu_);
+  // Runs an inner call; records and rethrows a StoreError it throws. (ETLC_EXCLUDES(mu_) is on
+  // its definition: a template's attribute cannot name a member declared below it.)
   template <typename Call>
-  auto call_inner(std::uint64_t seq, OpKind kind, std::string_view key, Call&& call)
-      -> decltype(call());
+  std::invoke_result_t<Call&> call_inner(std::uint64_t seq, OpKind kind, std::string_view key,
+                                         Call&& call);
   WriteResult write_op(OpKind kind, std::string_view key, const std::function<void()>& validate,
-                       const std::function<WriteResult()>& call);
-  void record(OpRecord rec);
+                       const std::function<WriteResult()>& call) ETLC_EXCLUDES(mu_);
+  void record(OpRecord rec) ETLC_EXCLUDES(mu_);
   void record_error(std::uint64_t seq, OpKind kind, std::string_view key, StoreErrc code,
-                    bool injected);
-  std::vector<std::shared_ptr<detail::FaultWatchControl>> live_watches();
+                    bool injected) ETLC_EXCLUDES(mu_);
+  std::vector<std::shared_ptr<detail::FaultWatchControl>> live_watches() const ETLC_EXCLUDES(mu_);
 
   const std::size_t op_log_capacity_;
 
-  mutable std::mutex mu_;
-  std::uint64_t next_seq_ = 1;
-  std::size_t fail_pending_ = 0;
-  StoreErrc fail_code_ = StoreErrc::unavailable;
-  std::size_t unknown_pending_ = 0;
-  bool unknown_apply_ = false;
-  bool hold_ = false;
-  std::array<std::uint64_t, kOpKindCount> counts_{};
-  std::deque<OpRecord> log_;
-  std::vector<std::weak_ptr<detail::FaultWatchControl>> watches_;  // creation order
-  std::size_t watches_pruned_at_ = 0;
+  // Before any watch's own mutex (watch() takes one inside it to register the watch); never
+  // held while calling the inner store.
+  mutable Mutex mu_;
+  std::uint64_t next_seq_ ETLC_GUARDED_BY(mu_) = 1;
+  std::size_t fail_pending_ ETLC_GUARDED_BY(mu_) = 0;
+  StoreErrc fail_code_ ETLC_GUARDED_BY(mu_) = StoreErrc::unavailable;
+  std::size_t unknown_pending_ ETLC_GUARDED_BY(mu_) = 0;
+  bool unknown_apply_ ETLC_GUARDED_BY(mu_) = false;
+  bool hold_ ETLC_GUARDED_BY(mu_) = false;
+  std::array<std::uint64_t, kOpKindCount> counts_ ETLC_GUARDED_BY(mu_){};
+  std::deque<OpRecord> log_ ETLC_GUARDED_BY(mu_);
+  // Creation order.
+  std::vector<std::weak_ptr<detail::FaultWatchControl>> watches_ ETLC_GUARDED_BY(mu_);
+  std::size_t watches_pruned_at_ ETLC_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace etlc

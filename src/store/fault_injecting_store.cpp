@@ -2,15 +2,16 @@
 //
 // Watches: each handle shares a FaultWatchControl with the decorator. Held events are not copied
 // anywhere: they stay in the inner watch's queue (which keeps its own bound) until poll is allowed
-// to read it again or release_held moves some into `ready`. Lock order: decorator mu_ is never
-// held while a control's mutex is taken; a control's mutex is held while calling its inner watch's
-// poll (the inner watch is then used by one thread at a time, as the Watch contract requires).
+// to read it again or release_held moves some into `ready`. Lock order: the decorator's mu_, then
+// a control's mutex (taken inside mu_ only by watch(), which registers a new control and gives it
+// the current holding flag in one step); never the other way round. A control's mutex is held
+// while calling its inner watch's poll (the inner watch is then used by one thread at a time, as
+// the Watch contract requires), never while calling the inner store or a callback.
 // Callbacks run with no lock held; every callback, the inner watch's included, is counted in
 // flight on the control, so a handle's destructor can wait them all out.
 #include "etlc/fault_injecting_store.hpp"
 
 #include <algorithm>
-#include <condition_variable>
 #include <exception>
 #include <utility>
 
@@ -31,15 +32,16 @@ struct FaultWatchControl {
   const std::size_t max_pending;
   const std::string prefix;
 
-  std::mutex mu;
-  std::condition_variable idle;  // signalled when notifies_in_flight drops to 0
-  std::unique_ptr<Watch> inner;  // null once broken or cancelled
-  std::deque<WatchEvent> ready;  // released while holding, not yet polled
-  bool holding = false;
-  bool broken = false;             // by break_watches: every poll throws
-  std::exception_ptr inner_error;  // the inner watch broke: thrown once `ready` is drained
-  bool cancelled = false;          // the handle is being destroyed
-  std::size_t notifies_in_flight = 0;
+  Mutex mu;
+  CondVar idle;                                      // signalled when notifies_in_flight drops to 0
+  std::unique_ptr<Watch> inner ETLC_GUARDED_BY(mu);  // null once broken or cancelled
+  std::deque<WatchEvent> ready ETLC_GUARDED_BY(mu);  // released while holding, not yet polled
+  bool holding ETLC_GUARDED_BY(mu) = false;
+  bool broken ETLC_GUARDED_BY(mu) = false;  // by break_watches: every poll throws
+  // The inner watch broke: thrown once `ready` is drained.
+  std::exception_ptr inner_error ETLC_GUARDED_BY(mu);
+  bool cancelled ETLC_GUARDED_BY(mu) = false;  // the handle is being destroyed
+  std::size_t notifies_in_flight ETLC_GUARDED_BY(mu) = 0;
 };
 
 }  // namespace detail
@@ -50,39 +52,43 @@ using detail::FaultWatchControl;
 
 // Runs the consumer's callback from the decorator (not from the inner watch). noexcept: a
 // throwing callback breaks the Watch contract and terminates.
-void notify_control(FaultWatchControl& control) noexcept {
+void notify_control(FaultWatchControl& control) noexcept ETLC_EXCLUDES(control.mu) {
   {
-    std::lock_guard<std::mutex> lock(control.mu);
+    MutexLock lock(control.mu);
     if (control.cancelled || !*control.notify) return;
     ++control.notifies_in_flight;
   }
   (*control.notify)();
-  std::lock_guard<std::mutex> lock(control.mu);
+  MutexLock lock(control.mu);
   if (--control.notifies_in_flight == 0) control.idle.notify_all();
+}
+
+// A handle's end: no notify starts after it, and the ones in flight have returned. A function of
+// its own, not the destructor's body, so that the analysis checks it (clang skips destructors).
+void cancel_control(FaultWatchControl& c) ETLC_EXCLUDES(c.mu) {
+  std::unique_ptr<Watch> inner;
+  {
+    MutexLock lock(c.mu);
+    c.cancelled = true;
+    inner = std::move(c.inner);
+  }
+  inner.reset();  // waits out the inner watch's callbacks
+  MutexLock lock(c.mu);
+  while (c.notifies_in_flight != 0) c.idle.wait(c.mu);
 }
 
 class FaultWatch final : public Watch {
  public:
   explicit FaultWatch(std::shared_ptr<FaultWatchControl> control) : control_(std::move(control)) {}
 
-  ~FaultWatch() override {
-    std::unique_ptr<Watch> inner;
-    {
-      std::lock_guard<std::mutex> lock(control_->mu);
-      control_->cancelled = true;
-      inner = std::move(control_->inner);
-    }
-    inner.reset();  // waits out the inner watch's callbacks
-    std::unique_lock<std::mutex> lock(control_->mu);
-    control_->idle.wait(lock, [this] { return control_->notifies_in_flight == 0; });
-  }
+  ~FaultWatch() override { cancel_control(*control_); }
 
   FaultWatch(const FaultWatch&) = delete;
   FaultWatch& operator=(const FaultWatch&) = delete;
 
   std::size_t poll(std::vector<WatchEvent>& out, std::size_t max_events) override {
     FaultWatchControl& c = *control_;
-    std::lock_guard<std::mutex> lock(c.mu);
+    MutexLock lock(c.mu);
     if (c.broken) {
       throw StoreError(StoreErrc::watch_broken,
                        fmt::format("watch of '{}' was broken by FaultInjectingStore", c.prefix));
@@ -160,7 +166,7 @@ std::uint64_t FaultInjectingStore::admit(OpKind kind, std::string_view key, bool
                                          const std::function<void()>& validate, Fault& fault) {
   std::uint64_t seq = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++counts_[static_cast<std::size_t>(kind)];
     seq = next_seq_++;
   }
@@ -171,7 +177,7 @@ std::uint64_t FaultInjectingStore::admit(OpKind kind, std::string_view key, bool
     throw;
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (fail_pending_ > 0) {
       --fail_pending_;
       fault = Fault{FaultKind::fail, fail_code_};
@@ -191,8 +197,9 @@ std::uint64_t FaultInjectingStore::admit(OpKind kind, std::string_view key, bool
 }
 
 template <typename Call>
-auto FaultInjectingStore::call_inner(std::uint64_t seq, OpKind kind, std::string_view key,
-                                     Call&& call) -> decltype(call()) {
+std::invoke_result_t<Call&> FaultInjectingStore::call_inner(std::uint64_t seq, OpKind kind,
+                                                            std::string_view key, Call&& call)
+    ETLC_EXCLUDES(mu_) {
   try {
     return call();
   } catch (const StoreError& e) {
@@ -202,7 +209,7 @@ auto FaultInjectingStore::call_inner(std::uint64_t seq, OpKind kind, std::string
 }
 
 void FaultInjectingStore::record(OpRecord rec) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (op_log_capacity_ == 0) return;
   if (log_.size() == op_log_capacity_) log_.pop_front();
   log_.push_back(std::move(rec));
@@ -321,12 +328,16 @@ std::unique_ptr<Watch> FaultInjectingStore::watch(std::string_view prefix, Watch
       if (auto c = weak.lock()) notify_control(*c);
     };
   }
-  control->inner = call_inner(seq, OpKind::watch, prefix, [&] {
+  std::unique_ptr<Watch> inner = call_inner(seq, OpKind::watch, prefix, [&] {
     return KvStoreWrapper::watch(prefix, std::move(inner_options));
   });
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    control->holding = hold_;  // published to other threads through mu_
+    MutexLock lock(mu_);
+    // Under mu_ together with the registration, so a concurrent hold_watch_events either sees
+    // this control or has already set the hold_ it gets here.
+    MutexLock control_lock(control->mu);
+    control->inner = std::move(inner);
+    control->holding = hold_;
     if (watches_.size() >= 2 * std::max<std::size_t>(watches_pruned_at_, 16)) {
       std::erase_if(watches_, [](const auto& w) { return w.expired(); });
       watches_pruned_at_ = watches_.size();
@@ -344,36 +355,36 @@ std::unique_ptr<Watch> FaultInjectingStore::watch(std::string_view prefix, Watch
 // --- faults -----------------------------------------------------------------------------------
 
 void FaultInjectingStore::fail_next(std::size_t n, StoreErrc code) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   fail_pending_ = n;
   fail_code_ = code;
 }
 
 void FaultInjectingStore::unknown_outcome_next(std::size_t n, bool apply) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   unknown_pending_ = n;
   unknown_apply_ = apply;
 }
 
 void FaultInjectingStore::clear_faults() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   fail_pending_ = 0;
   unknown_pending_ = 0;
 }
 
 std::size_t FaultInjectingStore::failures_pending() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return fail_pending_;
 }
 
 std::size_t FaultInjectingStore::unknown_outcomes_pending() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return unknown_pending_;
 }
 
-std::vector<std::shared_ptr<FaultWatchControl>> FaultInjectingStore::live_watches() {
+std::vector<std::shared_ptr<FaultWatchControl>> FaultInjectingStore::live_watches() const {
   std::vector<std::shared_ptr<FaultWatchControl>> out;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   out.reserve(watches_.size());
   for (const auto& weak : watches_) {
     if (auto control = weak.lock()) out.push_back(std::move(control));
@@ -383,14 +394,14 @@ std::vector<std::shared_ptr<FaultWatchControl>> FaultInjectingStore::live_watche
 
 void FaultInjectingStore::hold_watch_events(bool hold) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     hold_ = hold;
   }
   // A watch created after the flag changed already has the new value; setting it again is
   // harmless.
   for (const auto& control : live_watches()) {
     {
-      std::lock_guard<std::mutex> lock(control->mu);
+      MutexLock lock(control->mu);
       control->holding = hold;
     }
     if (!hold) notify_control(*control);
@@ -398,7 +409,7 @@ void FaultInjectingStore::hold_watch_events(bool hold) {
 }
 
 bool FaultInjectingStore::holding_watch_events() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return hold_;
 }
 
@@ -407,7 +418,7 @@ std::size_t FaultInjectingStore::release_held(std::size_t max_per_watch) {
   for (const auto& control : live_watches()) {
     bool wake = false;
     {
-      std::lock_guard<std::mutex> lock(control->mu);
+      MutexLock lock(control->mu);
       if (control->cancelled || control->broken || control->inner_error || !control->inner ||
           !control->holding) {
         continue;
@@ -436,7 +447,7 @@ void FaultInjectingStore::break_watches() {
   for (const auto& control : live_watches()) {
     std::unique_ptr<Watch> dead;
     {
-      std::lock_guard<std::mutex> lock(control->mu);
+      MutexLock lock(control->mu);
       if (control->cancelled || control->broken) continue;
       control->broken = true;
       control->ready.clear();
@@ -448,16 +459,9 @@ void FaultInjectingStore::break_watches() {
 }
 
 std::size_t FaultInjectingStore::watch_count() const {
-  std::vector<std::shared_ptr<FaultWatchControl>> controls;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& weak : watches_) {
-      if (auto control = weak.lock()) controls.push_back(std::move(control));
-    }
-  }
   std::size_t n = 0;
-  for (const auto& control : controls) {
-    std::lock_guard<std::mutex> lock(control->mu);
+  for (const auto& control : live_watches()) {
+    MutexLock lock(control->mu);
     if (!control->cancelled && !control->broken && !control->inner_error) ++n;
   }
   return n;
@@ -466,17 +470,17 @@ std::size_t FaultInjectingStore::watch_count() const {
 // --- observation ------------------------------------------------------------------------------
 
 std::vector<OpRecord> FaultInjectingStore::op_log() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return {log_.begin(), log_.end()};
 }
 
 void FaultInjectingStore::clear_op_log() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   log_.clear();
 }
 
 std::uint64_t FaultInjectingStore::op_count(OpKind kind) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return counts_[static_cast<std::size_t>(kind)];
 }
 

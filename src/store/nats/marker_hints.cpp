@@ -9,7 +9,7 @@ MarkerHints::MarkerHints(std::size_t capacity) : ring_(capacity == 0 ? 1 : capac
 
 void MarkerHints::note(std::string_view key, std::uint64_t revision) {
   if (revision == 0 || key.empty()) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto [it, inserted] = hints_.try_emplace(std::string(key), revision);
   if (!inserted) {
     if (revision > it->second) it->second = revision;
@@ -22,13 +22,13 @@ void MarkerHints::note(std::string_view key, std::uint64_t revision) {
 }
 
 std::uint64_t MarkerHints::get(std::string_view key) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = hints_.find(std::string(key));
   return it == hints_.end() ? 0 : it->second;
 }
 
 std::size_t MarkerHints::size() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return hints_.size();
 }
 

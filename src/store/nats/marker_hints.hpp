@@ -10,11 +10,12 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "etlc/detail/mutex.hpp"
 
 namespace etlc::nats_detail {
 
@@ -23,16 +24,16 @@ class MarkerHints {
   explicit MarkerHints(std::size_t capacity);
 
   // Records that `key`'s delete marker has `revision` (the highest seen wins).
-  void note(std::string_view key, std::uint64_t revision);
+  void note(std::string_view key, std::uint64_t revision) ETLC_EXCLUDES(mu_);
   // The last marker revision noted for `key`, or 0.
-  std::uint64_t get(std::string_view key) const;
-  std::size_t size() const;
+  std::uint64_t get(std::string_view key) const ETLC_EXCLUDES(mu_);
+  std::size_t size() const ETLC_EXCLUDES(mu_);
 
  private:
-  mutable std::mutex mu_;
-  std::unordered_map<std::string, std::uint64_t> hints_;
-  std::vector<std::string> ring_;  // keys in insertion order, for eviction
-  std::size_t next_ = 0;
+  mutable Mutex mu_;
+  std::unordered_map<std::string, std::uint64_t> hints_ ETLC_GUARDED_BY(mu_);
+  std::vector<std::string> ring_ ETLC_GUARDED_BY(mu_);  // keys in insertion order, for eviction
+  std::size_t next_ ETLC_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace etlc::nats_detail

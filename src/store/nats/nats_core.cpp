@@ -253,14 +253,19 @@ void Core::connect() {
   set_connection_options(raw, options_, bucket_, redactor_);
   set_security_options(raw, options_, redactor_);
 
-  events_ = new ConnectionEvents();
+  events_ = std::make_shared<ConnectionEvents>();
   events_->core = weak_from_this();
-  check_option(natsOptions_SetDisconnectedCB(raw, &Core::on_disconnected, events_), "callbacks",
+  void* token = register_events(events_);
+  {
+    MutexLock lock(close_mu_);
+    events_token_ = token;  // close() unregisters it, also when connecting fails below
+  }
+  check_option(natsOptions_SetDisconnectedCB(raw, &Core::on_disconnected, token), "callbacks",
                redactor_);
-  check_option(natsOptions_SetReconnectedCB(raw, &Core::on_reconnected, events_), "callbacks",
+  check_option(natsOptions_SetReconnectedCB(raw, &Core::on_reconnected, token), "callbacks",
                redactor_);
-  check_option(natsOptions_SetClosedCB(raw, &Core::on_closed, events_), "callbacks", redactor_);
-  check_option(natsOptions_SetErrorHandler(raw, &Core::on_async_error, events_), "callbacks",
+  check_option(natsOptions_SetClosedCB(raw, &Core::on_closed, token), "callbacks", redactor_);
+  check_option(natsOptions_SetErrorHandler(raw, &Core::on_async_error, token), "callbacks",
                redactor_);
 
   natsStatus s = natsConnection_Connect(&nc_, raw);
@@ -468,28 +473,20 @@ void Core::wait_for_stream_leader() {
 }
 
 void Core::close() {
-  std::lock_guard lock(close_mu_);
+  MutexLock lock(close_mu_);
   if (closed_.exchange(true)) return;
   break_watches("the store was closed");
-  if (nc_ == nullptr) {
-    delete events_;
-    events_ = nullptr;
-    return;
+  if (nc_ != nullptr) {
+    natsConnection_Close(nc_);
+    if (!events_->wait_closed(std::chrono::milliseconds(options_.op_timeout_ms))) {
+      etlc::log().warn("nats: bucket '{}': no closed callback from nats.c within {} ms", bucket_,
+                       options_.op_timeout_ms);
+    }
   }
-  natsConnection_Close(nc_);
-  bool delivered = false;
-  {
-    std::unique_lock elock(events_->mu);
-    delivered = events_->cv.wait_for(elock, std::chrono::milliseconds(options_.op_timeout_ms),
-                                     [&] { return events_->closed; });
-  }
-  if (delivered) {
-    delete events_;
-  } else {
-    etlc::log().warn("nats: bucket '{}': no closed callback from nats.c within {} ms", bucket_,
-                     options_.op_timeout_ms);
-  }
-  events_ = nullptr;
+  // nats.c may still deliver asynchronous errors (see connection_events.hpp): from here on they
+  // find no events and do nothing.
+  unregister_events(events_token_);
+  events_token_ = nullptr;
 }
 
 bool Core::connected() const {
@@ -499,7 +496,6 @@ bool Core::connected() const {
 
 NatsStoreStats Core::stats() const {
   NatsStoreStats s;
-  std::lock_guard lock(close_mu_);
   if (events_ != nullptr) {
     s.disconnects = events_->disconnects.load();
     s.reconnects = events_->reconnects.load();
@@ -642,19 +638,19 @@ Published Core::publish(std::string_view key, std::string_view value, std::uint6
 }
 
 void Core::register_watch(const std::shared_ptr<WatchState>& state) {
-  std::lock_guard lock(watches_mu_);
+  MutexLock lock(watches_mu_);
   watches_[state.get()] = state;
 }
 
 void Core::unregister_watch(const WatchState* state) {
-  std::lock_guard lock(watches_mu_);
+  MutexLock lock(watches_mu_);
   watches_.erase(state);
 }
 
 void Core::break_watches(std::string_view reason) {
   std::vector<std::shared_ptr<WatchState>> live;
   {
-    std::lock_guard lock(watches_mu_);
+    MutexLock lock(watches_mu_);
     for (auto& [ptr, weak] : watches_) {
       if (auto state = weak.lock()) live.push_back(std::move(state));
     }
@@ -665,7 +661,7 @@ void Core::break_watches(std::string_view reason) {
 std::size_t Core::watcher_count() const {
   std::vector<std::shared_ptr<WatchState>> live;
   {
-    std::lock_guard lock(watches_mu_);
+    MutexLock lock(watches_mu_);
     for (const auto& [ptr, weak] : watches_) {
       if (auto state = weak.lock()) live.push_back(std::move(state));
     }
@@ -675,8 +671,10 @@ std::size_t Core::watcher_count() const {
   return n;
 }
 
+// The callbacks: `closure` is the events' token, which names nothing once close() returned.
 void Core::on_disconnected(natsConnection*, void* closure) {
-  auto* ev = static_cast<ConnectionEvents*>(closure);
+  auto ev = find_events(closure);
+  if (!ev) return;
   ev->disconnects.fetch_add(1);
   auto core = ev->core.lock();
   if (core && !core->closed_.load()) {
@@ -685,7 +683,8 @@ void Core::on_disconnected(natsConnection*, void* closure) {
 }
 
 void Core::on_reconnected(natsConnection*, void* closure) {
-  auto* ev = static_cast<ConnectionEvents*>(closure);
+  auto ev = find_events(closure);
+  if (!ev) return;
   ev->reconnects.fetch_add(1);
   if (auto core = ev->core.lock()) {
     etlc::log().info("nats: bucket '{}': reconnected", core->bucket_);
@@ -693,14 +692,12 @@ void Core::on_reconnected(natsConnection*, void* closure) {
 }
 
 void Core::on_closed(natsConnection*, void* closure) {
-  auto* ev = static_cast<ConnectionEvents*>(closure);
-  std::lock_guard lock(ev->mu);
-  ev->closed = true;
-  ev->cv.notify_all();
+  if (auto ev = find_events(closure)) ev->mark_closed();
 }
 
 void Core::on_async_error(natsConnection*, natsSubscription* sub, natsStatus err, void* closure) {
-  auto* ev = static_cast<ConnectionEvents*>(closure);
+  auto ev = find_events(closure);
+  if (!ev) return;  // after close(): see connection_events.hpp
   ev->async_errors.fetch_add(1);
   auto core = ev->core.lock();
   if (!core || core->closed_.load()) return;

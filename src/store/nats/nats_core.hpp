@@ -7,18 +7,17 @@
 #include <nats/nats.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 
 #include "etlc/clock.hpp"
-
+#include "etlc/detail/mutex.hpp"
 #include "etlc/nats_store.hpp"
+#include "store/nats/connection_events.hpp"
 #include "store/nats/marker_hints.hpp"
 #include "store/nats/nats_errors.hpp"
 #include "store/nats/nats_handles.hpp"
@@ -47,18 +46,6 @@ struct Published {
   std::uint64_t last_revision = 0;
 };
 
-// Receives nats.c's connection callbacks. Lives until nats.c has delivered the closed callback
-// (the last one for a connection), so a callback never touches freed memory.
-struct ConnectionEvents {
-  std::weak_ptr<class Core> core;
-  std::atomic<std::uint64_t> disconnects{0};
-  std::atomic<std::uint64_t> reconnects{0};
-  std::atomic<std::uint64_t> async_errors{0};
-  std::mutex mu;
-  std::condition_variable cv;
-  bool closed = false;
-};
-
 class Core : public std::enable_shared_from_this<Core> {
  public:
   // Validates the options (ConfigError); does no I/O. Call open() next.
@@ -68,10 +55,11 @@ class Core : public std::enable_shared_from_this<Core> {
   Core& operator=(const Core&) = delete;
 
   // Connects and creates or adopts the bucket. Throws as NatsStore's constructor documents.
-  void open();
-  // Breaks every watch, closes the connection, waits (bounded) for nats.c's closed callback.
-  // Idempotent.
-  void close();
+  void open() ETLC_EXCLUDES(close_mu_);
+  // Breaks every watch, closes the connection, waits (bounded by op_timeout_ms) for nats.c's
+  // closed callback. Callbacks nats.c delivers after it returns do nothing. Idempotent; a
+  // concurrent call returns once the first one is done.
+  void close() ETLC_EXCLUDES(close_mu_);
 
   const NatsStoreOptions& options() const { return options_; }
   const std::string& bucket() const { return bucket_; }
@@ -114,16 +102,17 @@ class Core : public std::enable_shared_from_this<Core> {
   void count_broken_watch() { watches_broken_.fetch_add(1, std::memory_order_relaxed); }
 
   // The watch registry (weak references; a watch unregisters itself when destroyed).
-  void register_watch(const std::shared_ptr<WatchState>& state);
-  void unregister_watch(const WatchState* state);
-  void break_watches(std::string_view reason);
-  std::size_t watcher_count() const;
+  void register_watch(const std::shared_ptr<WatchState>& state) ETLC_EXCLUDES(watches_mu_);
+  void unregister_watch(const WatchState* state) ETLC_EXCLUDES(watches_mu_);
+  // Fails every registered watch (WatchState::fail, which takes the watch's own lock).
+  void break_watches(std::string_view reason) ETLC_EXCLUDES(watches_mu_);
+  std::size_t watcher_count() const ETLC_EXCLUDES(watches_mu_);
 
   // nats.c subject filter for a contract prefix: "" -> ">", "a.b." -> "a.b.>".
   static std::string watch_filter(std::string_view prefix);
 
  private:
-  void connect();
+  void connect() ETLC_EXCLUDES(close_mu_);
   void ensure_bucket();
   // One attempt to create the bucket: nullopt once created; the failure when another look is
   // worth it (a concurrent create, a transient error); throws when none is. `overlaps` counts
@@ -161,14 +150,18 @@ class Core : public std::enable_shared_from_this<Core> {
   const std::string subject_prefix_;  // "$KV.<bucket>."
   const Redactor redactor_;
 
-  // Owned by this Core unless close() timed out waiting for the closed callback (then leaked on
-  // purpose: nats.c may still call into it).
-  ConnectionEvents* events_ = nullptr;
+  // Set by connect(), before the Core is shared, and kept for the Core's life (stats() reads its
+  // counters). nats.c's callbacks reach it through events_token_ (connection_events.hpp).
+  std::shared_ptr<ConnectionEvents> events_;
   natsConnection* nc_ = nullptr;
   JsPtr js_;
 
   std::atomic<bool> closed_{false};
-  mutable std::mutex close_mu_;
+  // Held for the whole of close(), which calls break_watches: before watches_mu_, which is before
+  // every WatchState's own mutex.
+  Mutex close_mu_ ETLC_ACQUIRED_BEFORE(watches_mu_);
+  // The callbacks' closure while registered; close() unregisters it (then null).
+  void* events_token_ ETLC_GUARDED_BY(close_mu_) = nullptr;
 
   RevisionSet live_revisions_;
   RevisionSet delete_markers_;
@@ -177,8 +170,9 @@ class Core : public std::enable_shared_from_this<Core> {
   std::atomic<std::uint64_t> publishes_{0};
   std::atomic<std::uint64_t> watches_broken_{0};
 
-  mutable std::mutex watches_mu_;
-  std::unordered_map<const WatchState*, std::weak_ptr<WatchState>> watches_;
+  mutable Mutex watches_mu_;
+  std::unordered_map<const WatchState*, std::weak_ptr<WatchState>> watches_
+      ETLC_GUARDED_BY(watches_mu_);
 };
 
 }  // namespace etlc::nats_detail

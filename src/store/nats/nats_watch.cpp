@@ -85,7 +85,7 @@ KeyConsumer::~KeyConsumer() {
 }
 
 void KeyConsumer::stop() {
-  std::lock_guard lock(stop_mu_);
+  MutexLock lock(stop_mu_);
   if (stopped_ || sub_ == nullptr) return;
   stopped_ = true;
   natsSubscription_Unsubscribe(sub_);
@@ -156,7 +156,7 @@ void WatchState::start() {
   bool empty = boundary_->empty();
   bool stop_now = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     consumer_ = consumer;
     stop_now = broken_ || stopping_;  // broken (store closed) while the consumer was created
   }
@@ -168,7 +168,7 @@ void WatchState::start() {
 void WatchState::run() {
   std::shared_ptr<KeyConsumer> consumer;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     consumer = consumer_;
   }
   for (;;) {
@@ -176,7 +176,7 @@ void WatchState::run() {
     natsStatus s = consumer->next(record, kNextWaitMs);
     bool caught_up = false;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (stopping_ || broken_) return;
       caught_up = caught_up_;
     }
@@ -222,7 +222,7 @@ void WatchState::on_record(StreamRecord& r) {
   bool notify = false;
   bool stop = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (broken_ || stopping_) return;
     if (!caught_up_) {
       // Snapshot phase: keep only the latest state per key; delete markers just drop the key.
@@ -262,7 +262,7 @@ void WatchState::on_record(StreamRecord& r) {
 
 void WatchState::on_caught_up() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (broken_ || stopping_ || caught_up_) return;
     caught_up_ = true;
     for (auto& [key, event] : snapshot_) queue_.push_back(std::move(event));
@@ -284,7 +284,7 @@ bool WatchState::break_locked(std::string reason) {
 void WatchState::stop_consumer() {
   std::shared_ptr<KeyConsumer> consumer;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     consumer = consumer_;
   }
   if (consumer) consumer->stop();
@@ -292,7 +292,7 @@ void WatchState::stop_consumer() {
 
 void WatchState::fail(std::string reason) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) return;
     if (!break_locked(std::move(reason))) return;
   }
@@ -301,24 +301,24 @@ void WatchState::fail(std::string reason) {
 }
 
 bool WatchState::broken() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return broken_;
 }
 
 void WatchState::notify_consumer() {
   if (!options_.notify) return;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) return;
     ++notifying_;
   }
   options_.notify();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (--notifying_ == 0) idle_cv_.notify_all();
 }
 
 std::size_t WatchState::poll(std::vector<WatchEvent>& out, std::size_t max_events) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::size_t n = 0;
   while (n < max_events && !queue_.empty()) {
     out.push_back(std::move(queue_.front()));
@@ -333,14 +333,14 @@ std::size_t WatchState::poll(std::vector<WatchEvent>& out, std::size_t max_event
 
 void WatchState::shutdown() {
   {
-    std::unique_lock lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_ && !consumer_ && !thread_.joinable()) return;
     stopping_ = true;
-    idle_cv_.wait(lock, [&] { return notifying_ == 0; });
+    while (notifying_ != 0) idle_cv_.wait(mu_);
   }
   stop_consumer();
   if (thread_.joinable()) thread_.join();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   consumer_.reset();
 }
 

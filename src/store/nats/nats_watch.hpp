@@ -15,19 +15,18 @@
 // it.
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "etlc/detail/mutex.hpp"
 #include "etlc/store.hpp"
 #include "store/nats/nats_core.hpp"
 
@@ -90,14 +89,15 @@ class KeyConsumer {
   // returned. One request to the server.
   bool drained();
   // Wakes a blocked next() (which then fails) and ends the subscription. Idempotent.
-  void stop();
+  void stop() ETLC_EXCLUDES(stop_mu_);
 
  private:
   Core& core_;
+  // Set by the constructor, destroyed by the destructor; nats.c serialises the calls on it.
   natsSubscription* sub_ = nullptr;
-  std::uint64_t last_revision_ = 0;
-  std::mutex stop_mu_;
-  bool stopped_ = false;
+  std::uint64_t last_revision_ = 0;  // next()'s thread only
+  Mutex stop_mu_;
+  bool stopped_ ETLC_GUARDED_BY(stop_mu_) = false;
 };
 
 class WatchState {
@@ -108,26 +108,27 @@ class WatchState {
   WatchState& operator=(const WatchState&) = delete;
 
   // Creates the consumer and starts the thread. Throws unavailable/closed.
-  void start();
+  void start() ETLC_EXCLUDES(mu_);
   // Consumer side (see etlc::Watch::poll).
-  std::size_t poll(std::vector<WatchEvent>& out, std::size_t max_events);
+  std::size_t poll(std::vector<WatchEvent>& out, std::size_t max_events) ETLC_EXCLUDES(mu_);
   // Breaks the watch with `reason` (the first reason wins) and notifies the consumer. Safe from
   // any thread, any number of times.
-  void fail(std::string reason);
-  bool broken() const;
+  void fail(std::string reason) ETLC_EXCLUDES(mu_);
+  bool broken() const ETLC_EXCLUDES(mu_);
   // Stops the thread, waits for running notify callbacks, frees the consumer. After it returns
-  // the notify callback never runs again. Idempotent.
-  void shutdown();
+  // the notify callback never runs again. Idempotent. Called by the handle's and the state's
+  // destructors, never concurrently with itself or start().
+  void shutdown() ETLC_EXCLUDES(mu_);
 
  private:
-  void run();
-  void on_record(StreamRecord& record);
-  void on_caught_up();
-  // Marks broken; mu_ must be held. Returns false if already broken. The caller then stops the
-  // consumer (outside mu_: stopping is a request to the server) and notifies.
-  bool break_locked(std::string reason);
-  void stop_consumer();
-  void notify_consumer();
+  void run() ETLC_EXCLUDES(mu_);
+  void on_record(StreamRecord& record) ETLC_EXCLUDES(mu_);
+  void on_caught_up() ETLC_EXCLUDES(mu_);
+  // Marks broken. Returns false if already broken. The caller then stops the consumer (outside
+  // mu_: stopping is a request to the server) and notifies.
+  bool break_locked(std::string reason) ETLC_REQUIRES(mu_);
+  void stop_consumer() ETLC_EXCLUDES(mu_);
+  void notify_consumer() ETLC_EXCLUDES(mu_);
 
   const std::shared_ptr<Core> core_;
   const std::string prefix_;
@@ -135,20 +136,24 @@ class WatchState {
 
   std::optional<SnapshotBoundary> boundary_;  // set by start(); then the watch thread's
 
-  mutable std::mutex mu_;
-  std::condition_variable idle_cv_;
-  std::deque<WatchEvent> queue_;
-  std::map<std::string, WatchEvent> snapshot_;  // until caught_up
+  // After Core's close and registry locks (Core::break_watches calls fail()); held neither while
+  // calling the consumer's callback nor while talking to the server.
+  mutable Mutex mu_;
+  CondVar idle_cv_;  // signalled when notifying_ drops to 0
+  std::deque<WatchEvent> queue_ ETLC_GUARDED_BY(mu_);
+  std::map<std::string, WatchEvent> snapshot_ ETLC_GUARDED_BY(mu_);  // until caught_up
   // Last revision seen per key (delete markers included), to detect dropped revisions. Only the
   // watch thread touches it.
   std::unordered_map<std::string, std::uint64_t> last_seen_;
-  bool caught_up_ = false;
-  bool broken_ = false;
-  bool stopping_ = false;
-  std::string reason_;
-  int notifying_ = 0;
+  bool caught_up_ ETLC_GUARDED_BY(mu_) = false;
+  bool broken_ ETLC_GUARDED_BY(mu_) = false;
+  bool stopping_ ETLC_GUARDED_BY(mu_) = false;
+  std::string reason_ ETLC_GUARDED_BY(mu_);
+  int notifying_ ETLC_GUARDED_BY(mu_) = 0;
   // Shared so that fail() on another thread can stop it outside mu_ while shutdown() runs.
-  std::shared_ptr<KeyConsumer> consumer_;
+  std::shared_ptr<KeyConsumer> consumer_ ETLC_GUARDED_BY(mu_);
+  // Started by start(), joined by shutdown() (outside mu_: the thread takes it); no other
+  // thread touches it.
   std::thread thread_;
 };
 

@@ -9,7 +9,7 @@ RevisionSet::RevisionSet(std::size_t capacity) : ring_(capacity == 0 ? 1 : capac
 
 void RevisionSet::insert(std::uint64_t revision) {
   if (revision == 0) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!set_.insert(revision).second) return;
   std::uint64_t& slot = ring_[next_];
   if (slot != 0) set_.erase(slot);
@@ -18,12 +18,12 @@ void RevisionSet::insert(std::uint64_t revision) {
 }
 
 bool RevisionSet::contains(std::uint64_t revision) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return set_.count(revision) != 0;
 }
 
 std::size_t RevisionSet::size() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return set_.size();
 }
 

@@ -9,9 +9,10 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <unordered_set>
 #include <vector>
+
+#include "etlc/detail/mutex.hpp"
 
 namespace etlc::nats_detail {
 
@@ -19,15 +20,15 @@ class RevisionSet {
  public:
   explicit RevisionSet(std::size_t capacity);
 
-  void insert(std::uint64_t revision);
-  bool contains(std::uint64_t revision) const;
-  std::size_t size() const;
+  void insert(std::uint64_t revision) ETLC_EXCLUDES(mu_);
+  bool contains(std::uint64_t revision) const ETLC_EXCLUDES(mu_);
+  std::size_t size() const ETLC_EXCLUDES(mu_);
 
  private:
-  mutable std::mutex mu_;
-  std::unordered_set<std::uint64_t> set_;
-  std::vector<std::uint64_t> ring_;  // insertion order, for eviction
-  std::size_t next_ = 0;
+  mutable Mutex mu_;
+  std::unordered_set<std::uint64_t> set_ ETLC_GUARDED_BY(mu_);
+  std::vector<std::uint64_t> ring_ ETLC_GUARDED_BY(mu_);  // insertion order, for eviction
+  std::size_t next_ ETLC_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace etlc::nats_detail
