@@ -414,6 +414,28 @@ TEST(SimRegression, ReseedingANeverClaimedSplitAtEpochZeroIsNoRebuild_Operator26
   EXPECT_GT(r.history.rebuilds, 0u);
 }
 
+// The operator deleted split.s0000 (epoch 1, held by a paused member) before the next leader's
+// views existed; that leader's repair re-plan seeded it again at epoch 0, below the tenancy it
+// had (seeding in a later term now starts above the term floor: core::seeded_epoch).
+TEST(SimRegression, ASplitDeletedBeforeTheLeaderLookedIsSeededAboveItsEpochs_Operator3791) {
+  for (const auto& [seed, scenario] : std::vector<std::pair<std::uint64_t, std::string>>{
+           {3791, "operator"}, {26875, "operator"}}) {
+    const RunResult r = run(seed, scenario);
+    EXPECT_TRUE(r.ok()) << r.report();
+  }
+}
+
+// A split parked for its spec and requeued kept the park's reason; when a member's crashes later
+// quarantined it, the record looked parked again, for a re-plan to requeue (a poison split
+// requeued for ever). The quarantine now says why it happened.
+TEST(SimRegression, AQuarantineAfterARequeuedParkIsNoPark_Lone3291) {
+  for (const auto& [seed, scenario] :
+       std::vector<std::pair<std::uint64_t, std::string>>{{3291, "lone"}, {4794, "operator"}}) {
+    const RunResult r = run(seed, scenario);
+    EXPECT_TRUE(r.ok()) << r.report();
+  }
+}
+
 // --- the simulator's machinery
 // --------------------------------------------------------------------
 
