@@ -191,8 +191,9 @@ std::optional<core::SplitRecord> Leadership::rebuild(const std::string& id, cons
 
 // After a fresh snapshot of split.* is still short of the plan's count, the missing records were
 // deleted while no leader watched. Every spec names a split: rebuild the ones without a record.
+// Marked done only once it got through: a store error part way (it throws) retries next step
+// (a lone member's listing failed once on a store pause, and its deleted record stayed missing).
 void Leadership::find_missing_splits() {
-  missing_splits_listed_ = true;
   auto& damage = leader_views_.split_damage();
   std::size_t found = 0;
   for (const Entry& e : ctx_.store.list(core::kSpecPrefix)) {
@@ -213,6 +214,7 @@ void Leadership::find_missing_splits() {
     damage[*id] = Damage{0, true, ctx_.clock.now(), "missing", std::nullopt};
     ++found;
   }
+  missing_splits_listed_ = true;
   const auto& view = views_.plan_view();
   if (view && leader_views_.known_split_count() < view->first.split_count) repair_due_ = true;
   log().warn("etlc: {}: {} split records are missing; rebuilding them from their specs{}",

@@ -189,7 +189,7 @@ class History {
   // The write to a damaged split record (the rebuild) or around a damaged spec (park, requeue).
   bool check_repair(SplitTruth& t, OpKind kind, const core::SplitRecord& next, const Writer& w);
   void check_plan_write(std::string_view value);
-  void check_verdict(const core::PlanRecord& plan, const char* who);
+  void check_verdict(const core::PlanRecord& plan, const char* who, bool tallies_carried = false);
 
   const RunParams& params_;
   const VirtualTime& time_;
