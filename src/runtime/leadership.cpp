@@ -77,9 +77,12 @@ Leadership::Outcome Leadership::step(TimePoint now) {
   if (outcome_.kind != Outcome::Kind::lead) return outcome_;
   advance_planning(now);
   if (outcome_.kind != Outcome::Kind::lead) return outcome_;
-  if (split_view_short(now)) return outcome_;  // wait for the watch to deliver the rest
+  // Tallies first: a view short of the plan counts less than the store holds, never more, so a
+  // `complete` verdict carried over from an earlier term goes back to running while records
+  // deleted since are rebuilt (sim operator 18617: members reported AllComplete meanwhile).
   update_tallies(now);
   if (outcome_.kind != Outcome::Kind::lead) return outcome_;
+  if (split_view_short(now)) return outcome_;  // wait for the watch to deliver the rest
   publish_assignment(now);
   cleanup_departed(now);
   return outcome_;

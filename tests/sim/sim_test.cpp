@@ -451,6 +451,15 @@ TEST(SimRegression, TalliesCarriedOverATermBumpAreNoCount_Chaos41363) {
   EXPECT_TRUE(r.ok()) << r.report();
 }
 
+// After the job completed, the operator destroyed two completed split records; a new leader's
+// split view was short of the plan, so it waited before recounting and the `complete` verdict it
+// carried over stood while one of them was rebuilt runnable: a restarted member reported
+// AllComplete. The leader now recounts before waiting (a short view counts less, never more).
+TEST(SimRegression, AShortSplitViewRecountsBeforeItWaits_Operator18617) {
+  const RunResult r = run(18617, "operator");
+  EXPECT_TRUE(r.ok()) << r.report();
+}
+
 // --- the simulator's machinery
 // --------------------------------------------------------------------
 
