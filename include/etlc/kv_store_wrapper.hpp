@@ -23,6 +23,8 @@
 
 #include <memory>
 #include <optional>
+#include <span>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -55,6 +57,13 @@ class KvStoreWrapper : public KvStore {
     return inner_->watch(prefix, std::move(options));
   }
   std::vector<Entry> list(std::string_view prefix) override { return inner_->list(prefix); }
+  std::unique_ptr<Watch> watch_keys(std::span<const std::string> keys,
+                                    WatchOptions options) override {
+    return inner_->watch_keys(keys, std::move(options));
+  }
+  std::vector<CreateOutcome> create_many(std::span<const CreateRequest> requests) override {
+    return inner_->create_many(requests);
+  }
 
   // The store every call goes to; never null.
   const std::shared_ptr<KvStore>& inner() const noexcept { return inner_; }

@@ -17,6 +17,10 @@
 // more breaks the watch: poll returns what is queued, then throws StoreError(watch_broken). A
 // snapshot that does not fit breaks the watch at once in the same way.
 //
+// watch_keys(keys) works the same way over exactly those keys (the snapshot sorted by key); a
+// write looks its key up once in an index of watched keys, so a key watch costs nothing to writes
+// of other keys.
+//
 // Notify callbacks run on the writing thread, AFTER the store's and the watch's locks have been
 // released (so a callback may take a lock that its consumer holds while calling the store), once
 // per write that queued an event for that watch, and once during watch() for the snapshot.
@@ -38,6 +42,8 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -68,6 +74,8 @@ class MemoryStore final : public KvStore {
   std::optional<Entry> get(std::string_view key) override;
   std::unique_ptr<Watch> watch(std::string_view prefix, WatchOptions options) override;
   std::vector<Entry> list(std::string_view prefix) override;
+  std::unique_ptr<Watch> watch_keys(std::span<const std::string> keys,
+                                    WatchOptions options) override;
 
   // Shuts the store down: every later KvStore call throws StoreError(closed) and every live watch
   // breaks (its consumer is notified; poll returns the queued events, then throws watch_broken).

@@ -72,6 +72,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -211,6 +212,8 @@ class NatsStore final : public KvStore {
   std::optional<Entry> get(std::string_view key) override;
   // Also throws invalid_argument for max_pending of 0 or above kMaxWatchPending.
   std::unique_ptr<Watch> watch(std::string_view prefix, WatchOptions options) override;
+  std::unique_ptr<Watch> watch_keys(std::span<const std::string> keys,
+                                    WatchOptions options) override;
   std::vector<Entry> list(std::string_view prefix) override;
 
   // Breaks every live watch of this store (poll returns what is queued, then throws

@@ -1,6 +1,7 @@
 // KvStore: the only I/O seam of the coordination protocol.
 //
-// Six primitives, nothing more, so that any store with per-key compare-and-swap can back a job
+// Seven primitives and one pipelined batch, nothing more, so that any store with per-key
+// compare-and-swap can back a job
 // (NATS JetStream KV, memory; etcd- or Redis-class stores could be added). docs/store-contract.md
 // states what a backend must guarantee; tests/store_conformance/ checks it.
 //
@@ -15,6 +16,7 @@
 //    cannot be trusted with fencing), `closed`.
 //  * Keys: tokens of [A-Za-z0-9_=/-] joined by single '.', no empty token, at most kMaxKeyBytes.
 //    Prefixes (watch, list) are "" (everything) or a valid key followed by '.'.
+//  * Key watches (watch_keys) follow a small set of exact keys, with the prefix watch's rules.
 //  * Values: arbitrary bytes, at most kMaxValueBytes written (see kMaxStoredValueBytes for reads).
 //
 // Thread safety: every KvStore method may be called concurrently from any thread. A Watch is
@@ -26,6 +28,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,6 +54,10 @@ inline constexpr std::size_t kValueHeaderAllowanceBytes = 4096;
 inline constexpr std::size_t kMaxStoredValueBytes = kMaxValueBytes + kValueHeaderAllowanceBytes;
 // Upper bound of WatchOptions::max_pending.
 inline constexpr std::size_t kMaxWatchPending = std::size_t{1} << 22;
+// Upper bound of the keys one watch_keys call follows.
+inline constexpr std::size_t kMaxWatchKeys = 64;
+// Upper bound of the requests of one create_many call.
+inline constexpr std::size_t kMaxBatchRequests = 65536;
 
 enum class StoreErrc : std::uint8_t {
   unavailable,       // not reachable / no answer; nothing was applied. Retryable.
@@ -137,6 +144,20 @@ struct WatchOptions {
   bool latest_only = false;
 };
 
+// One create of a create_many batch. The views must stay valid for the call.
+struct CreateRequest {
+  std::string_view key;
+  std::string_view value;
+};
+
+// What became of one request of a batch: `result` when the store answered (ok: created at
+// result.revision; !ok: the key existed), else `error`, the code a single create would have
+// thrown (unavailable: nothing applied; unknown_outcome: may apply, re-read before deciding).
+struct CreateOutcome {
+  WriteResult result;
+  std::optional<StoreErrc> error;
+};
+
 class KvStore {
  public:
   virtual ~KvStore() = default;
@@ -163,7 +184,29 @@ class KvStore {
   // Point-in-time listing of the live keys under `prefix`, sorted by key. Never under-reports:
   // every key that was live for the whole call is included.
   virtual std::vector<Entry> list(std::string_view prefix) = 0;
+
+  // Starts a watch of exactly `keys` (1..kMaxWatchKeys distinct valid keys, any order): the
+  // Watch contract with the snapshot and the later events limited to those keys, so a key
+  // created, deleted and re-created around the moment the watch opens is seen in its latest
+  // state and every change after it. Its cost to the store does not depend on how many other
+  // keys there are or how often they change. Throws invalid_argument for a bad key set,
+  // unavailable if the watch cannot be established.
+  virtual std::unique_ptr<Watch> watch_keys(std::span<const std::string> keys,
+                                            WatchOptions options) = 0;
+
+  // Creates every request's key if absent, as create() would, possibly pipelined (a backend may
+  // have up to its own bound of requests in flight). Returns one outcome per request, in request
+  // order; a failed request never stops the others. Requests on the same key are answered in
+  // order. At most kMaxBatchRequests requests (invalid_argument otherwise, before anything is
+  // sent); invalid keys or values are rejected the same way. Throws closed once the store is
+  // closed. The default sends the creates one after the other.
+  virtual std::vector<CreateOutcome> create_many(std::span<const CreateRequest> requests);
 };
+
+// The key-set rules of watch_keys; throws StoreError(invalid_argument) naming the rule.
+void validate_watch_keys(std::span<const std::string> keys);
+// The batch rules of create_many (count, keys, values); throws StoreError(invalid_argument).
+void validate_create_batch(std::span<const CreateRequest> requests);
 
 // Validation shared by every backend, so that a key the NATS backend would reject is rejected
 // by the memory store too. Each throws StoreError(invalid_argument) naming the rule.

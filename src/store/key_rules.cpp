@@ -1,6 +1,8 @@
 // Errors and the key/prefix/value rules every backend shares (see include/etlc/store.hpp).
 #include <fmt/format.h>
 
+#include <set>
+
 #include "etlc/store.hpp"
 
 namespace etlc {
@@ -98,6 +100,50 @@ void validate_value(std::string_view key, std::string_view value) {
                      fmt::format("value of {} bytes for key '{}' exceeds kMaxValueBytes ({})",
                                  value.size(), key, kMaxValueBytes));
   }
+}
+
+void validate_watch_keys(std::span<const std::string> keys) {
+  if (keys.empty() || keys.size() > kMaxWatchKeys) {
+    throw StoreError(StoreErrc::invalid_argument,
+                     fmt::format("a key watch follows 1..kMaxWatchKeys ({}) keys, not {}",
+                                 kMaxWatchKeys, keys.size()));
+  }
+  std::set<std::string_view> seen;
+  for (const std::string& key : keys) {
+    validate_key(key);
+    if (!seen.insert(key).second) {
+      throw StoreError(StoreErrc::invalid_argument,
+                       fmt::format("key '{}' appears twice in one key watch", key));
+    }
+  }
+}
+
+void validate_create_batch(std::span<const CreateRequest> requests) {
+  if (requests.size() > kMaxBatchRequests) {
+    throw StoreError(StoreErrc::invalid_argument,
+                     fmt::format("a batch of {} creates exceeds kMaxBatchRequests ({})",
+                                 requests.size(), kMaxBatchRequests));
+  }
+  for (const CreateRequest& r : requests) {
+    validate_key(r.key);
+    validate_value(r.key, r.value);
+  }
+}
+
+// The default batch: one create after the other. Store errors of one request become its
+// outcome; closed and invalid_argument end the batch as they would end a single call.
+std::vector<CreateOutcome> KvStore::create_many(std::span<const CreateRequest> requests) {
+  validate_create_batch(requests);
+  std::vector<CreateOutcome> out(requests.size());
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    try {
+      out[i].result = create(requests[i].key, requests[i].value);
+    } catch (const StoreError& e) {
+      if (e.code() != StoreErrc::unavailable && e.code() != StoreErrc::unknown_outcome) throw;
+      out[i].error = e.code();
+    }
+  }
+  return out;
 }
 
 }  // namespace etlc

@@ -8,10 +8,14 @@
 // to reach zero.
 #include "etlc/memory_store.hpp"
 
+#include <algorithm>
 #include <deque>
 #include <map>
+#include <set>
+#include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -173,6 +177,8 @@ class MemoryStoreCore : public std::enable_shared_from_this<MemoryStoreCore> {
   }
 
   std::unique_ptr<Watch> watch(std::string_view prefix, WatchOptions options) ETLC_EXCLUDES(mu_);
+  std::unique_ptr<Watch> watch_keys(std::span<const std::string> keys, WatchOptions options)
+      ETLC_EXCLUDES(mu_);
 
   void unregister(const std::string& prefix, std::uint64_t id) ETLC_EXCLUDES(mu_) {
     WriterLock lock(mu_);
@@ -180,6 +186,17 @@ class MemoryStoreCore : public std::enable_shared_from_this<MemoryStoreCore> {
     if (bucket == watchers_.end()) return;
     if (bucket->second.erase(id) == 1) --watcher_total_;
     if (bucket->second.empty()) watchers_.erase(bucket);
+  }
+
+  void unregister_keys(std::span<const std::string> keys, std::uint64_t id) ETLC_EXCLUDES(mu_) {
+    WriterLock lock(mu_);
+    for (const std::string& key : keys) {
+      auto bucket = key_watchers_.find(key);
+      if (bucket == key_watchers_.end()) continue;
+      bucket->second.erase(id);
+      if (bucket->second.empty()) key_watchers_.erase(bucket);
+    }
+    key_watch_ids_.erase(id);
   }
 
   void close() ETLC_EXCLUDES(mu_) {
@@ -198,8 +215,23 @@ class MemoryStoreCore : public std::enable_shared_from_this<MemoryStoreCore> {
           if (begin_notify_locked(*state)) to_notify.push_back(state);
         }
       }
+      for (auto& [key, bucket] : key_watchers_) {
+        for (auto& [id, state] : bucket) {
+          MutexLock state_lock(state->mu);
+          if (!state->broken) {
+            state->broken = true;
+            state->broken_reason = "the memory store was closed";
+          }
+          // Registered under each of its keys: notified once, on the first visit.
+          if (key_watch_ids_.erase(id) == 1 && begin_notify_locked(*state)) {
+            to_notify.push_back(state);
+          }
+        }
+      }
       watchers_.clear();
       watcher_total_ = 0;
+      key_watchers_.clear();
+      key_watch_ids_.clear();
     }
     run_notifies(to_notify);
   }
@@ -214,7 +246,7 @@ class MemoryStoreCore : public std::enable_shared_from_this<MemoryStoreCore> {
   }
   std::size_t watcher_count() const ETLC_EXCLUDES(mu_) {
     ReaderLock lock(mu_);
-    return watcher_total_;
+    return watcher_total_ + key_watch_ids_.size();
   }
 
  private:
@@ -233,6 +265,7 @@ class MemoryStoreCore : public std::enable_shared_from_this<MemoryStoreCore> {
   // most one bucket per '.'-token instead of visiting every watch.
   void publish_locked(std::string_view key, const WatchEvent& event,
                       std::vector<WatchStatePtr>& to_notify) ETLC_REQUIRES(mu_) {
+    publish_keys_locked(key, event, to_notify);
     if (watchers_.empty()) return;
     publish_bucket_locked("", event, to_notify);
     for (std::size_t i = 0; i < key.size(); ++i) {
@@ -262,12 +295,27 @@ class MemoryStoreCore : public std::enable_shared_from_this<MemoryStoreCore> {
     if (bucket->second.empty()) watchers_.erase(bucket);
   }
 
+  // Queues `event` on every key watch of `key`. A key watch that overflows stays registered
+  // (broken, it takes no more events) until its handle unregisters it.
+  void publish_keys_locked(std::string_view key, const WatchEvent& event,
+                           std::vector<WatchStatePtr>& to_notify) ETLC_REQUIRES(mu_) {
+    auto bucket = key_watchers_.find(key);
+    if (bucket == key_watchers_.end()) return;
+    for (auto& [id, state] : bucket->second) {
+      MutexLock state_lock(state->mu);
+      if (!enqueue_locked(*state, event)) key_watch_ids_.erase(id);
+      if (begin_notify_locked(*state)) to_notify.push_back(state);
+    }
+  }
+
   mutable SharedMutex mu_;  // before any WatchState::mu
   bool closed_ ETLC_GUARDED_BY(mu_) = false;
   Revision revision_ ETLC_GUARDED_BY(mu_) = 0;
   std::map<std::string, Stored, std::less<>> live_ ETLC_GUARDED_BY(mu_);
   std::map<std::string, Bucket, std::less<>> watchers_ ETLC_GUARDED_BY(mu_);  // by prefix
   std::size_t watcher_total_ ETLC_GUARDED_BY(mu_) = 0;
+  std::map<std::string, Bucket, std::less<>> key_watchers_ ETLC_GUARDED_BY(mu_);  // by key
+  std::set<std::uint64_t> key_watch_ids_ ETLC_GUARDED_BY(mu_);  // live, unbroken key watches
   std::uint64_t next_watch_id_ ETLC_GUARDED_BY(mu_) = 1;
 };
 
@@ -275,12 +323,23 @@ namespace {
 
 class MemoryWatch final : public Watch {
  public:
+  // A prefix watch (`keys` empty) or a key watch of `keys`; `what` names it in errors.
   MemoryWatch(std::weak_ptr<MemoryStoreCore> core, WatchStatePtr state, std::string prefix,
-              std::uint64_t id)
-      : core_(std::move(core)), state_(std::move(state)), prefix_(std::move(prefix)), id_(id) {}
+              std::vector<std::string> keys, std::uint64_t id)
+      : core_(std::move(core)),
+        state_(std::move(state)),
+        prefix_(std::move(prefix)),
+        keys_(std::move(keys)),
+        id_(id) {}
 
   ~MemoryWatch() override {
-    if (auto core = core_.lock()) core->unregister(prefix_, id_);  // no new notify can start
+    if (auto core = core_.lock()) {  // no new notify can start
+      if (keys_.empty()) {
+        core->unregister(prefix_, id_);
+      } else {
+        core->unregister_keys(keys_, id_);
+      }
+    }
     MutexLock lock(state_->mu);
     state_->cancelled = true;
     while (state_->notifies_in_flight != 0) state_->idle.wait(state_->mu);
@@ -299,27 +358,38 @@ class MemoryWatch final : public Watch {
     }
     if (n == 0 && state_->queue.empty() && state_->broken) {
       throw StoreError(StoreErrc::watch_broken,
-                       fmt::format("watch of '{}': {}", prefix_, state_->broken_reason));
+                       fmt::format("watch of {}: {}", what(), state_->broken_reason));
     }
     return n;
   }
 
  private:
+  std::string what() const {
+    if (keys_.empty()) return fmt::format("'{}'", prefix_);
+    return fmt::format("the keys '{}'{}", keys_.front(),
+                       keys_.size() > 1 ? fmt::format(" and {} more", keys_.size() - 1) : "");
+  }
+
   std::weak_ptr<MemoryStoreCore> core_;
   WatchStatePtr state_;
   std::string prefix_;
+  std::vector<std::string> keys_;
   std::uint64_t id_;
 };
 
-}  // namespace
-
-std::unique_ptr<Watch> MemoryStoreCore::watch(std::string_view prefix, WatchOptions options) {
-  validate_prefix(prefix);
+void check_watch_options(const WatchOptions& options) {
   if (options.max_pending == 0 || options.max_pending > kMaxWatchPending) {
     throw StoreError(StoreErrc::invalid_argument,
                      fmt::format("WatchOptions::max_pending is {}; it must be in [1, {}]",
                                  options.max_pending, kMaxWatchPending));
   }
+}
+
+}  // namespace
+
+std::unique_ptr<Watch> MemoryStoreCore::watch(std::string_view prefix, WatchOptions options) {
+  validate_prefix(prefix);
+  check_watch_options(options);
   auto state = std::make_shared<WatchState>(std::move(options.notify), options.max_pending);
   std::uint64_t id = 0;
   {
@@ -342,7 +412,40 @@ std::unique_ptr<Watch> MemoryStoreCore::watch(std::string_view prefix, WatchOpti
   // Nobody else can hold the handle yet, so this call needs no in-flight accounting; a writer
   // may already be notifying concurrently, which the contract allows.
   if (state->notify) state->notify();
-  return std::make_unique<MemoryWatch>(weak_from_this(), std::move(state), std::string(prefix), id);
+  return std::make_unique<MemoryWatch>(weak_from_this(), std::move(state), std::string(prefix),
+                                       std::vector<std::string>{}, id);
+}
+
+std::unique_ptr<Watch> MemoryStoreCore::watch_keys(std::span<const std::string> keys,
+                                                   WatchOptions options) {
+  validate_watch_keys(keys);
+  check_watch_options(options);
+  std::vector<std::string> sorted(keys.begin(), keys.end());
+  std::sort(sorted.begin(), sorted.end());
+  auto state = std::make_shared<WatchState>(std::move(options.notify), options.max_pending);
+  std::uint64_t id = 0;
+  {
+    WriterLock lock(mu_);
+    check_open_locked();
+    MutexLock state_lock(state->mu);
+    bool fits = true;
+    for (const std::string& key : sorted) {
+      auto it = live_.find(key);
+      if (fits && it != live_.end()) {
+        fits = enqueue_locked(*state, WatchEvent{WatchEvent::Kind::put, it->first,
+                                                 it->second.value, it->second.revision});
+      }
+    }
+    if (fits) fits = enqueue_locked(*state, WatchEvent{WatchEvent::Kind::caught_up, {}, {}, 0});
+    id = next_watch_id_++;
+    if (fits) {  // a broken watch is never registered: it takes no more events
+      for (const std::string& key : sorted) key_watchers_[key].emplace(id, state);
+      key_watch_ids_.insert(id);
+    }
+  }
+  if (state->notify) state->notify();
+  return std::make_unique<MemoryWatch>(weak_from_this(), std::move(state), std::string(),
+                                       std::move(sorted), id);
 }
 
 }  // namespace detail
@@ -375,6 +478,11 @@ std::unique_ptr<Watch> MemoryStore::watch(std::string_view prefix, WatchOptions 
 
 std::vector<Entry> MemoryStore::list(std::string_view prefix) {
   return core_->list(prefix);
+}
+
+std::unique_ptr<Watch> MemoryStore::watch_keys(std::span<const std::string> keys,
+                                               WatchOptions options) {
+  return core_->watch_keys(keys, std::move(options));
 }
 
 void MemoryStore::close() {

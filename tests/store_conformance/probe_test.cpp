@@ -91,6 +91,9 @@ class PerKeyRevisions final : public KvStore {
   std::unique_ptr<Watch> watch(std::string_view, WatchOptions) override {
     throw StoreError(StoreErrc::unavailable, "not supported");
   }
+  std::unique_ptr<Watch> watch_keys(std::span<const std::string>, WatchOptions) override {
+    throw StoreError(StoreErrc::unavailable, "not supported");
+  }
   std::vector<Entry> list(std::string_view) override { return {}; }
   std::size_t size() const { return data_.size(); }
 

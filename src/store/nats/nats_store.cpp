@@ -183,4 +183,10 @@ std::size_t NatsStore::watcher_count() const {
   return core_->watcher_count();
 }
 
+// PLACEHOLDER (branch keywatch only, never on main): replaced by the NATS key watch.
+std::unique_ptr<Watch> NatsStore::watch_keys(std::span<const std::string> keys, WatchOptions) {
+  validate_watch_keys(keys);
+  throw StoreError(StoreErrc::unavailable, "NATS key watches are not built yet");
+}
+
 }  // namespace etlc
