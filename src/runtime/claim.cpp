@@ -21,16 +21,27 @@ namespace {
 constexpr auto kClaimRetry = std::chrono::milliseconds(100);
 }  // namespace
 
-// Phase 1. False: not now (the owner lives, or its dead lease could not be removed yet).
-bool Worker::lease_allows_claim(const std::string& id) {
+// Phase 1. False: not now (the lease is not known yet, its owner lives, or its dead lease could
+// not be removed yet). A worker sees only its own peers' leases, not their sessions: whether the
+// owner lives is a point read, repeated at most every third of a lease while the lease stays (its
+// delete, which a live owner's release makes, wakes the claim at once).
+bool Worker::lease_allows_claim(const std::string& id, TimePoint now) {
+  if (!views_.lease_known(id)) return false;  // its watch's snapshot wakes the loop
   auto it = views_.leases().find(id);
   if (it == views_.leases().end()) return true;
-  const core::LeaseRecord& l = it->second.rec;
-  switch (core::decide_lease_step(l, ctx_.instance, session_.nonce(),
-                                  views_.session_live(l.owner, l.nonce))) {
+  const core::LeaseRecord l = it->second.rec;
+  const bool foreign = l.owner != ctx_.instance || l.nonce != session_.nonce();
+  bool live = views_.session_live(l.owner, l.nonce);
+  if (views_.scope() == ViewScope::worker && foreign && !live) {
+    live = liveness_.session_confirmed_live(l.owner, l.nonce);
+  }
+  switch (core::decide_lease_step(l, ctx_.instance, session_.nonce(), live)) {
     case core::LeaseStep::proceed:
       return true;
     case core::LeaseStep::wait:
+      if (views_.scope() == ViewScope::worker) {
+        claim_retry_at_[id] = now + ctx_.config.lease_duration / 3;
+      }
       prefetch_spec(id);  // off the handoff's critical path: the claim then reads only the fence
       return false;
     case core::LeaseStep::clear_dead:
@@ -41,7 +52,7 @@ bool Worker::lease_allows_claim(const std::string& id) {
 
 void Worker::claim(const std::string& id, TimePoint now) {
   claim_retry_at_[id] = now + kClaimRetry;  // cleared when the lease watch shows a change
-  if (!lease_allows_claim(id)) return;
+  if (!lease_allows_claim(id, now)) return;
   const std::string skey = core::split_key(id);
   auto cur = ctx_.store.get(skey);
   if (!cur) return;  // not seeded yet (or deleted: the leader rebuilds it)
@@ -53,9 +64,11 @@ void Worker::claim(const std::string& id, TimePoint now) {
   facts.spec_problem = check_spec(id, now);
   if (rec.owner_nonce) {
     facts.owner_nonce_benign = rec.owner == ctx_.instance && session_.benign(*rec.owner_nonce);
+    // A worker does not see sessions: the point read alone decides.
     facts.owner_session_live = rec.status == core::SplitStatus::runnable &&
                                rec.owner != ctx_.instance &&
-                               views_.session_live(*rec.owner, *rec.owner_nonce) &&
+                               (views_.scope() == ViewScope::worker ||
+                                views_.session_live(*rec.owner, *rec.owner_nonce)) &&
                                liveness_.session_confirmed_live(*rec.owner, *rec.owner_nonce);
   }
   const SplitSpec* spec = facts.spec_problem ? nullptr : load_spec(id);
@@ -109,7 +122,14 @@ std::optional<Revision> Worker::take_lease(const std::string& id, std::uint64_t 
   const std::string lkey = core::lease_key(id);
   core::LeaseRecord lease{id, ctx_.instance, session_.nonce(), epoch};
   Revision rev = 0;
-  WriteResult lr = ctx_.store.create(lkey, core::encode(lease));
+  WriteResult lr;
+  try {
+    lr = ctx_.store.create(lkey, core::encode(lease));
+  } catch (const StoreError& e) {
+    // It may land: follow the lease until the view shows whether it did (an orphan to give back).
+    if (e.code() == StoreErrc::unknown_outcome) doubtful_leases_.insert(id);
+    throw;
+  }
   if (lr.ok) {
     rev = lr.revision;
   } else {

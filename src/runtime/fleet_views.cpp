@@ -10,11 +10,26 @@ namespace etlc::runtime {
 
 FleetViews::FleetViews(const MemberContext& ctx)
     : ctx_(ctx),
-      job_(core::kJobPrefix),
+      job_(std::vector<std::string>{std::string(core::kLeaderKey), std::string(core::kPlanKey),
+                                    std::string(core::kPauseKey)}),
+      assign_me_(std::vector<std::string>{core::assign_key(ctx.instance)}),
       members_watch_(core::kMemberPrefix),
       leases_watch_(core::kLeasePrefix),
       assigns_watch_(core::kAssignPrefix) {
   leases_.set_owner(ctx_.instance);
+}
+
+void FleetViews::set_scope(ViewScope scope) {
+  if (scope == scope_) return;
+  scope_ = scope;
+  for (WatchSlot* slot : {&assign_me_, &members_watch_, &leases_watch_, &assigns_watch_}) {
+    slot->reset();
+  }
+  leader_session_.reset();
+  lease_slots_.clear();
+  members_.clear();
+  assigns_.clear();
+  leases_.retain_owned();  // this instance's leases stay known (the orphan sweep needs them)
 }
 
 void FleetViews::ensure_watches() {
@@ -24,6 +39,14 @@ void FleetViews::ensure_watches() {
     paused_ = false;  // the snapshot re-delivers job.pause if it still exists
     job_.start(ctx_.store, ctx_.wake);
   }
+  if (scope_ == ViewScope::fleet) {
+    ensure_fleet_watches();
+  } else {
+    ensure_worker_watches();
+  }
+}
+
+void FleetViews::ensure_fleet_watches() {
   if (!members_watch_.open()) {
     members_.clear();
     members_watch_.start(ctx_.store, ctx_.wake);
@@ -38,13 +61,86 @@ void FleetViews::ensure_watches() {
   }
 }
 
+void FleetViews::ensure_worker_watches() {
+  if (!assign_me_.open()) {
+    assigns_.erase(ctx_.instance);
+    assign_me_.start(ctx_.store, ctx_.wake);
+  }
+  follow_leader_session();
+  for (auto& [id, slot] : lease_slots_) {
+    if (slot.open()) continue;
+    drop_unowned_lease(id);  // the fresh snapshot says again whether it exists
+    slot.start(ctx_.store, ctx_.wake);
+  }
+}
+
+// Worker scope: follows member.{leader} while a peer leads (the key changes with the leader).
+void FleetViews::follow_leader_session() {
+  std::string key;
+  if (leader_view_ && leader_view_->first.owner != ctx_.instance) {
+    try {
+      key = core::member_key(leader_view_->first.owner);
+    } catch (const ConfigError&) {
+      key.clear();  // not an id: follow nobody (the record heals or expires)
+    }
+  }
+  if (leader_session_ && (key.empty() || leader_session_->keys().front() != key)) {
+    if (auto id = core::id_from_key(leader_session_->keys().front(), core::kMemberPrefix)) {
+      members_.erase(*id);
+    }
+    leader_session_.reset();
+  }
+  if (key.empty()) return;
+  if (!leader_session_) leader_session_.emplace(std::vector<std::string>{key});
+  if (!leader_session_->open()) {
+    members_.erase(leader_view_->first.owner);
+    leader_session_->start(ctx_.store, ctx_.wake);
+  }
+}
+
+void FleetViews::follow_leases(const std::set<std::string>& ids) {
+  if (scope_ != ViewScope::worker) return;
+  for (auto it = lease_slots_.begin(); it != lease_slots_.end();) {
+    if (ids.count(it->first)) {
+      ++it;
+      continue;
+    }
+    drop_unowned_lease(it->first);
+    it = lease_slots_.erase(it);
+  }
+  for (const std::string& id : ids) {
+    if (lease_slots_.size() >= kMaxFollowedLeases) break;
+    auto [it, fresh] = lease_slots_.try_emplace(id, std::vector<std::string>{core::lease_key(id)});
+    if (!fresh) continue;
+    drop_unowned_lease(id);  // an entry from a point read while unfollowed may be stale
+    it->second.start(ctx_.store, ctx_.wake);
+  }
+}
+
+bool FleetViews::lease_known(const std::string& id) const {
+  if (scope_ == ViewScope::fleet) return leases_watch_.caught_up();
+  auto it = lease_slots_.find(id);
+  return it != lease_slots_.end() && it->second.caught_up();
+}
+
+void FleetViews::drop_unowned_lease(const std::string& id) {
+  auto it = leases_.find(id);
+  if (it != leases_.end() && it->second.rec.owner == ctx_.instance) return;
+  leases_.forget(id);
+}
+
 void FleetViews::close_watches() {
-  for (WatchSlot* slot : {&job_, &members_watch_, &leases_watch_, &assigns_watch_}) slot->reset();
+  for (WatchSlot* slot : {&job_, &assign_me_, &members_watch_, &leases_watch_, &assigns_watch_}) {
+    slot->reset();
+  }
+  leader_session_.reset();
+  lease_slots_.clear();
 }
 
 bool FleetViews::caught_up() const {
-  return job_.caught_up() && members_watch_.caught_up() && leases_watch_.caught_up() &&
-         assigns_watch_.caught_up();
+  if (!job_.caught_up()) return false;
+  if (scope_ == ViewScope::worker) return assign_me_.caught_up();
+  return members_watch_.caught_up() && leases_watch_.caught_up() && assigns_watch_.caught_up();
 }
 
 ViewChanges FleetViews::drain(TimePoint now) {
@@ -52,15 +148,32 @@ ViewChanges FleetViews::drain(TimePoint now) {
   auto unreadable = [&](const WatchEvent& e, const std::string& error) {
     on_unreadable(e, error, now, out);
   };
+  auto member = [&](const WatchEvent& e) { on_member_event(e, now, out); };
+  auto assign = [&](const WatchEvent& e) { on_assign_event(e, out); };
   out.more |= job_.drain(
       ctx_, [&](const WatchEvent& e) { on_job_event(e, now, out); }, unreadable);
-  out.more |= members_watch_.drain(
-      ctx_, [&](const WatchEvent& e) { on_member_event(e, now, out); }, unreadable);
-  out.more |= leases_watch_.drain(
-      ctx_, [&](const WatchEvent& e) { on_lease_event(e, out); }, unreadable);
-  out.more |= assigns_watch_.drain(
-      ctx_, [&](const WatchEvent& e) { on_assign_event(e, out); }, unreadable);
+  if (scope_ == ViewScope::fleet) {
+    out.more |= members_watch_.drain(ctx_, member, unreadable);
+    out.more |= leases_watch_.drain(
+        ctx_, [&](const WatchEvent& e) { on_lease_event(e, out); }, unreadable);
+    out.more |= assigns_watch_.drain(ctx_, assign, unreadable);
+    return out;
+  }
+  out.more |= assign_me_.drain(ctx_, assign, unreadable);
+  if (leader_session_) out.more |= leader_session_->drain(ctx_, member, unreadable);
+  out.more |= drain_leases(now, out);
+  follow_leader_session();  // a new leader's session is followed at once
   return out;
+}
+
+bool FleetViews::drain_leases(TimePoint now, ViewChanges& out) {
+  bool more = false;
+  for (auto& [id, slot] : lease_slots_) {
+    more |= slot.drain(
+        ctx_, [&](const WatchEvent& e) { on_lease_event(e, out); },
+        [&](const WatchEvent& e, const std::string& error) { on_unreadable(e, error, now, out); });
+  }
+  return more;
 }
 
 std::uint64_t FleetViews::highest_term_seen() const {

@@ -1,7 +1,15 @@
-// FleetViews: what every member watches (job.* for the leader, plan and pause records, member.*
-// for sessions, lease.* for who holds what, assign.* for the assignments) and the local views the
-// events fold into. drain() only folds and reports what changed (ViewChanges); what to do about
-// it (step down, stop, note a departure) is the sequencer's (member.cpp).
+// FleetViews: what a member watches and the local views the events fold into. drain() only folds
+// and reports what changed (ViewChanges); what to do about it (step down, stop, note a departure)
+// is the sequencer's (member.cpp).
+//
+// What is watched depends on the scope (docs/decisions/0010-workers-watch-their-own-keys.md):
+//   both     job.leader, job.plan, job.pause (one key watch)
+//   worker   assign.{me}; member.{leader} (the leader's session, to expire it when it dies);
+//            lease.{id} of each split follow_leases() names (those it waits to claim, and those
+//            whose lease it may hold without knowing it): the views hold only those
+//   fleet    member.*, lease.*, assign.* (the leader: everything the assignment and expiry read)
+// A worker's watch traffic therefore does not grow with the fleet; it learns whether any other
+// peer lives by a point read (Liveness) when it needs to know.
 //
 // Views keep each key's latest state only, never go back in time (an event older than the view
 // is ignored), and never trust a value they cannot decode: it is recorded as damage with its
@@ -12,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -65,16 +74,29 @@ struct ViewChanges {
   }
 };
 
+enum class ViewScope : std::uint8_t { worker, fleet };
+
 class FleetViews {
  public:
   explicit FleetViews(const MemberContext& ctx);
+
+  // Changes what is watched (see above). A change closes the other scope's watches and drops
+  // their views; ensure_watches() opens the new ones. The job keys' watch stays.
+  void set_scope(ViewScope scope);
+  ViewScope scope() const { return scope_; }
+  // Worker scope: the splits whose lease.{id} to follow (at most kMaxFollowedLeases: the rest
+  // wait). A split no longer followed leaves the lease view unless the lease is this instance's.
+  void follow_leases(const std::set<std::string>& ids);
+  // Whether lease.{id} is known: followed and caught up (worker scope), or always (fleet scope).
+  bool lease_known(const std::string& id) const;
+  static constexpr std::size_t kMaxFollowedLeases = 256;
 
   // Opens the watches that are not open (each starts from a fresh snapshot).
   void ensure_watches();
   void close_watches();
   // Folds pending events (bounded per watch) into the views.
   ViewChanges drain(TimePoint now);
-  bool caught_up() const;  // every watch delivered its snapshot
+  bool caught_up() const;  // every watch of the scope delivered its snapshot
 
   // --- the views (read by the sequencer and the collaborators; written through the setters
   // below when this member's own write makes the view newer than the watch) ---
@@ -119,9 +141,19 @@ class FleetViews {
   void on_unreadable(const WatchEvent& e, const std::string& error, TimePoint now,
                      ViewChanges& out);
   void note_term(std::uint64_t term) { max_term_seen_ = std::max(max_term_seen_, term); }
+  void ensure_worker_watches();
+  void ensure_fleet_watches();
+  void follow_leader_session();
+  bool drain_leases(TimePoint now, ViewChanges& out);
+  void drop_unowned_lease(const std::string& id);
 
   const MemberContext& ctx_;
-  WatchSlot job_, members_watch_, leases_watch_, assigns_watch_;
+  ViewScope scope_ = ViewScope::worker;
+  WatchSlot job_;                                           // both scopes
+  WatchSlot assign_me_;                                     // worker scope
+  std::optional<WatchSlot> leader_session_;                 // worker scope, while a peer leads
+  std::map<std::string, WatchSlot> lease_slots_;            // worker scope, by split id
+  WatchSlot members_watch_, leases_watch_, assigns_watch_;  // fleet scope
   std::optional<std::pair<core::LeaderRecord, Revision>> leader_view_;
   std::optional<std::pair<core::PlanRecord, Revision>> plan_view_;
   std::map<std::string, MemberView> members_;

@@ -73,6 +73,12 @@ void Leadership::departed(const std::vector<std::string>& ids, TimePoint now) {
 Leadership::Outcome Leadership::step(TimePoint now) {
   outcome_ = {};
   if (!leader_views_.caught_up() || !views_.caught_up()) return outcome_;
+  // Elected from a worker's views, which hold only its own assignment record: now that the
+  // fleet's records are in view, a term above ours (a record a destroyed plan forgot) deposes us.
+  if (views_.highest_term_seen() > term_) {
+    step_down("a newer term exists");
+    return outcome_;
+  }
   heal(now);
   if (outcome_.kind != Outcome::Kind::lead) return outcome_;
   advance_planning(now);

@@ -34,4 +34,15 @@ void LeaseTable::clear() {
   deleted_at_.clear();
 }
 
+void LeaseTable::forget(const std::string& id) {
+  map_.erase(id);
+  owned_.erase(id);
+  deleted_at_.erase(id);
+}
+
+void LeaseTable::retain_owned() {
+  std::erase_if(map_, [&](const auto& kv) { return !owned_.count(kv.first); });
+  std::erase_if(deleted_at_, [&](const auto& kv) { return !owned_.count(kv.first); });
+}
+
 }  // namespace etlc::runtime

@@ -35,6 +35,10 @@ class LeaseTable {
   // Drops the entry; `deleted_at` (the delete's revision, if known) floors later assigns.
   void erase(const std::string& id, Revision deleted_at = 0);
   void clear();
+  // Drops the entry and its delete floor (the split is no longer followed).
+  void forget(const std::string& id);
+  // Drops every entry but the owner instance's (and the delete floors of the others).
+  void retain_owned();
   // Split ids whose lease names the owner instance (any nonce), sorted.
   const std::set<std::string>& owned() const { return owned_; }
 

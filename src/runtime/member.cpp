@@ -49,6 +49,7 @@ Member::Member(CoordinatorConfig config, std::shared_ptr<KvStore> store,
       warn_(ctx_),
       worker_(ctx_, views_, held_, session_, liveness_, warn_) {
   held_.set_nonce(session_.nonce());
+  if (!options_.targeted_watches) views_.set_scope(ViewScope::fleet);
   if (!options_.plan_runner) options_.plan_runner = std::make_unique<InlinePlanRunner>();
   if (!options_.bulk) options_.bulk = std::make_unique<InlineBulkExecutor>();
 }
@@ -176,6 +177,7 @@ void Member::become_leader(const Election& e, TimePoint now) {
   leadership_ = std::make_unique<Leadership>(
       ctx_, Leadership::Deps{views_, *options_.plan_runner, *options_.bulk, planner_, publishes_},
       session_.nonce(), e.term, e.leader_rev, now);
+  views_.set_scope(ViewScope::fleet);  // the leader's step waits until these views caught up
   held_.set_leader(true);
   metrics_.set_leader(true);
   log().info("etlc: {}: elected leader for term {}", instance_, e.term);
@@ -186,6 +188,7 @@ void Member::step_down(std::string_view why) {
   log().info("etlc: {}: stepping down as leader of term {} ({})", instance_, leadership_->term(),
              why);
   leadership_.reset();  // its views and every leader-only state go with it
+  if (options_.targeted_watches) views_.set_scope(ViewScope::worker);
   held_.set_leader(false);
   metrics_.set_leader(false);
 }

@@ -73,6 +73,9 @@ class Member {
     // Produces the nonce of every new session (the simulator makes them deterministic).
     std::function<std::string()> nonce_source;
     UnsafeTestHooks unsafe;
+    // false: every member watches fleet-wide, as before issue 14 (for side-by-side measurements
+    // only: the simulator's projection and the benchmarks).
+    bool targeted_watches = true;
   };
 
   Member(CoordinatorConfig config, std::shared_ptr<KvStore> store, std::shared_ptr<Planner> planner,

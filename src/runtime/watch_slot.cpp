@@ -7,11 +7,17 @@
 
 namespace etlc::runtime {
 
+WatchSlot::WatchSlot(std::vector<std::string> keys) : keys_(std::move(keys)) {
+  what_ = keys_.size() == 1 ? keys_.front()
+                            : fmt::format("{} and {} more keys", keys_.front(), keys_.size() - 1);
+}
+
 void WatchSlot::start(KvStore& store, const std::function<void()>& notify) {
   WatchOptions opts;
   opts.notify = notify;
   opts.latest_only = true;
-  watch_ = store.watch(prefix_, std::move(opts));
+  watch_ = keys_.empty() ? store.watch(prefix_, std::move(opts))
+                         : store.watch_keys(keys_, std::move(opts));
   caught_up_ = false;
 }
 
@@ -31,7 +37,7 @@ bool WatchSlot::drain(
   } catch (const StoreError& e) {
     // poll() returns what was delivered before a break first, so a throw means nothing more is
     // pending. Re-watch: the fresh snapshot rebuilds the view.
-    log().info("etlc: {}: watch on '{}' broke ({}); re-watching", ctx.instance, prefix_, e.what());
+    log().info("etlc: {}: watch on '{}' broke ({}); re-watching", ctx.instance, what_, e.what());
     reset();
     return true;
   }

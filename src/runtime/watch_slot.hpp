@@ -1,4 +1,5 @@
-// WatchSlot: one prefix watch of a member's views and whether its snapshot has arrived.
+// WatchSlot: one watch of a member's views (a prefix watch, or a key watch of a few exact keys)
+// and whether its snapshot has arrived.
 //
 // Every view keeps only each key's latest state, so watches are latest-only: a skipped
 // intermediate value (a commit, a renewal) changes nothing a view decides, while re-watching
@@ -9,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "etlc/store.hpp"
 #include "runtime/member_context.hpp"
@@ -20,9 +22,12 @@ class WatchSlot {
   // Events handled per watch per step, so one busy prefix cannot hold the step up.
   static constexpr std::size_t kEventsPerStep = 4096;
 
-  explicit WatchSlot(std::string_view prefix) : prefix_(prefix) {}
+  explicit WatchSlot(std::string_view prefix) : prefix_(prefix), what_(prefix) {}
+  // A key watch of `keys` (1..kMaxWatchKeys distinct keys).
+  explicit WatchSlot(std::vector<std::string> keys);
 
   const std::string& prefix() const { return prefix_; }
+  const std::vector<std::string>& keys() const { return keys_; }
   bool open() const { return watch_ != nullptr; }
   bool caught_up() const { return caught_up_; }
   void start(KvStore& store, const std::function<void()>& notify);
@@ -37,6 +42,8 @@ class WatchSlot {
 
  private:
   std::string prefix_;
+  std::vector<std::string> keys_;  // non-empty: a key watch
+  std::string what_;               // for the log
   std::unique_ptr<Watch> watch_;
   bool caught_up_ = false;
   std::vector<WatchEvent> batch_;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 #include <unordered_set>
 
 #include "core/assignment_rules.hpp"
@@ -38,6 +39,7 @@ void Worker::reconcile(TimePoint now) {
   if (!views_.caught_up()) return;
   const std::optional<std::vector<std::string>> assigned = followed_assignment();
   held_.set_assignment(assigned);
+  follow_leases(assigned);
   if (!assigned) return;  // no instruction is not an instruction to hold nothing
   give_back_orphan_leases(*assigned);
   // Specs prefetched for splits no longer assigned (bounded by the assignment's size).
@@ -49,6 +51,30 @@ void Worker::reconcile(TimePoint now) {
     if (!contains(*assigned, h->id)) held_.begin_revocation(*h, now);
   }
   claim_assigned(*assigned, held, now);
+}
+
+// Worker scope: the leases a claim reads are followed by key watches: those of the first
+// max_in_flight assigned splits not held (the ones a claim pass tries), and those of splits whose
+// lease create had an unknown outcome, until the view shows whether it landed.
+void Worker::follow_leases(const std::optional<std::vector<std::string>>& assigned) {
+  std::set<std::string> follow;
+  std::erase_if(doubtful_leases_, [&](const std::string& id) {
+    if (!views_.lease_known(id)) return false;
+    auto it = views_.leases().find(id);
+    return it == views_.leases().end() || it->second.rec.nonce != session_.nonce() ||
+           held_.find(id) != nullptr;
+  });
+  follow.insert(doubtful_leases_.begin(), doubtful_leases_.end());
+  if (assigned) {
+    std::size_t waiting = 0;
+    for (const std::string& id : *assigned) {
+      if (waiting >= ctx_.config.max_in_flight) break;
+      if (held_.find(id)) continue;
+      follow.insert(id);
+      ++waiting;
+    }
+  }
+  views_.follow_leases(follow);
 }
 
 // Leases of this process for splits it neither holds nor is asked to claim are leftovers of a

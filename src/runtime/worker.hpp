@@ -17,6 +17,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -59,13 +60,14 @@ class Worker {
 
  private:
   std::optional<std::vector<std::string>> followed_assignment() const;
+  void follow_leases(const std::optional<std::vector<std::string>>& assigned);
   void give_back_orphan_leases(const std::vector<std::string>& assigned);
   void claim_assigned(const std::vector<std::string>& assigned,
                       const std::vector<std::shared_ptr<Held>>& held, TimePoint now);
   void try_claim(const std::string& id, TimePoint now);
   // claim.cpp
   void claim(const std::string& id, TimePoint now);
-  bool lease_allows_claim(const std::string& id);
+  bool lease_allows_claim(const std::string& id, TimePoint now);
   std::optional<Revision> take_lease(const std::string& id, std::uint64_t epoch);
   void park(const std::string& id, const core::SplitRecord& rec, Revision rev,
             const std::string& problem, Revision lease_rev);
@@ -88,6 +90,8 @@ class Worker {
   // pruned to the assignment on every reconcile pass.
   std::unordered_map<std::string, SplitSpec> spec_cache_;
   std::map<std::string, TimePoint> spec_absent_since_;  // spec.{id} read as absent since
+  // Splits whose lease create had an unknown outcome (worker scope follows their leases).
+  std::set<std::string> doubtful_leases_;
   bool seen_complete_ = false;
   bool seen_stalled_ = false;
 };

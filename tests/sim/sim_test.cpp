@@ -92,7 +92,9 @@ TEST(SimFaults, ChaosInjectsEveryKindOfFault) {
 
 TEST(SimFaults, LeaderCrashesLandMidPlanAndMidPublish) {
   std::uint64_t mid_plan = 0, mid_publish = 0;
-  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+  // A dozen seeds: a crash lands mid-publish only when the leader publishes within the few store
+  // operations it has left, which the leader's own (worker) traffic makes rarer.
+  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
     const RunResult r = run(seed, "leader");
     ASSERT_TRUE(r.ok()) << r.report();
     mid_plan += r.stats.mid_plan;
