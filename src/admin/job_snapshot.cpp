@@ -49,6 +49,8 @@ void read_job_key(const Entry& e, JobSnapshot& s) {
       s.plan = core::decode_plan(e.key, e.value);
     } else if (e.key == core::kPauseKey) {
       s.pause = core::decode_pause(e.key, e.value);
+    } else if (e.key == core::kStandbyKey) {
+      s.standby = core::decode_standby(e.key, e.value);
     } else {
       s.garbage.add(e.key, "not a key of the job layout");
     }

@@ -39,6 +39,7 @@ struct JobSnapshot {
   std::optional<core::LeaderRecord> leader;
   std::optional<core::PlanRecord> plan;
   std::optional<core::PauseRecord> pause;
+  std::optional<core::StandbyRecord> standby;
   std::map<std::string, Versioned<core::MemberRecord>> members;  // by instance id
   std::map<std::string, core::LeaseRecord> leases;               // by split id
   std::map<std::string, core::AssignmentRecord> assigns;         // by instance id

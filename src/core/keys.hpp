@@ -4,6 +4,7 @@
 //   job.leader           LeaderRecord
 //   job.plan             PlanRecord
 //   job.pause            PauseRecord (operator-written: while it exists the job is paused)
+//   job.standby          StandbyRecord (the member keeping warm fleet-wide views for failover)
 // (leader and plan share the "job." prefix so one prefix watch follows both: the store contract
 // has prefix watches only, and NATS subject filters are token-aligned.)
 //   spec.{split}         SpecRecord
@@ -32,6 +33,7 @@ inline constexpr std::string_view kJobPrefix = "job.";
 inline constexpr std::string_view kLeaderKey = "job.leader";
 inline constexpr std::string_view kPlanKey = "job.plan";
 inline constexpr std::string_view kPauseKey = "job.pause";
+inline constexpr std::string_view kStandbyKey = "job.standby";
 inline constexpr std::string_view kSpecPrefix = "spec.";
 inline constexpr std::string_view kSplitPrefix = "split.";
 inline constexpr std::string_view kLeasePrefix = "lease.";

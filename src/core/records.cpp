@@ -406,6 +406,15 @@ std::string encode(const LeaderRecord& r) {
   return finish(kLeaderKey, j);
 }
 
+std::string encode(const StandbyRecord& r) {
+  check_id("standby", "owner", r.owner);
+  check_text("standby", "nonce", r.nonce);
+  OrderedJson j = versioned();
+  j["owner"] = r.owner;
+  j["nonce"] = r.nonce;
+  return finish(kStandbyKey, j);
+}
+
 std::string encode(const PlanRecord& r) {
   check_text("plan", "fingerprint", r.fingerprint);
   if (r.cursor) check_text("plan", "cursor", *r.cursor);
@@ -527,6 +536,16 @@ LeaderRecord decode_leader(std::string_view key, std::string_view bytes) {
     r.owner = f.id("owner");
     r.nonce = f.text("nonce");
     r.term = f.u64("term");
+    return r;
+  });
+}
+
+StandbyRecord decode_standby(std::string_view key, std::string_view bytes) {
+  return decode_with(key, bytes, [](const Fields& f) {
+    f.allow_only({"v", "owner", "nonce"});
+    StandbyRecord r;
+    r.owner = f.id("owner");
+    r.nonce = f.text("nonce");
     return r;
   });
 }

@@ -81,6 +81,15 @@ struct LeaderRecord {
   friend bool operator==(const LeaderRecord&, const LeaderRecord&) = default;
 };
 
+// The standby: the one member besides the leader that keeps fleet-wide views, so that it can
+// lead at once when the leader dies (docs/decisions/0010). Live exactly while its owner's session
+// is; taken by create-if-absent, given up by a guarded delete.
+struct StandbyRecord {
+  std::string owner;  // instance id
+  std::string nonce;  // the owner's per-process nonce
+  friend bool operator==(const StandbyRecord&, const StandbyRecord&) = default;
+};
+
 enum class Finality : std::uint8_t { open, final };
 // failed: the leader gave up on the planner (CoordinatorConfig::max_planner_failures consecutive
 // failures); PlanRecord::message says why. Sticky until an operator clears it (etlc resume).
@@ -175,6 +184,7 @@ struct PauseRecord {
 // Encoders produce compact JSON and throw RecordError(too_large) past kMaxValueBytes.
 // Decoders take the key the bytes were read from (for messages and the id check).
 std::string encode(const LeaderRecord& r);
+std::string encode(const StandbyRecord& r);
 std::string encode(const PlanRecord& r);
 std::string encode(const SpecRecord& r);
 std::string encode(const SplitRecord& r);
@@ -185,6 +195,7 @@ std::string encode(const CordonRecord& r);
 std::string encode(const PauseRecord& r);
 
 LeaderRecord decode_leader(std::string_view key, std::string_view bytes);
+StandbyRecord decode_standby(std::string_view key, std::string_view bytes);
 PlanRecord decode_plan(std::string_view key, std::string_view bytes);
 SpecRecord decode_spec(std::string_view key, std::string_view bytes);
 SplitRecord decode_split(std::string_view key, std::string_view bytes);

@@ -11,7 +11,7 @@ namespace etlc::runtime {
 FleetViews::FleetViews(const MemberContext& ctx)
     : ctx_(ctx),
       job_(std::vector<std::string>{std::string(core::kLeaderKey), std::string(core::kPlanKey),
-                                    std::string(core::kPauseKey)}),
+                                    std::string(core::kPauseKey), std::string(core::kStandbyKey)}),
       assign_me_(std::vector<std::string>{core::assign_key(ctx.instance)}),
       members_watch_(core::kMemberPrefix),
       leases_watch_(core::kLeasePrefix),
@@ -37,6 +37,8 @@ void FleetViews::ensure_watches() {
     leader_view_.reset();
     plan_view_.reset();
     paused_ = false;  // the snapshot re-delivers job.pause if it still exists
+    standby_view_.reset();
+    standby_damage_.reset();
     job_.start(ctx_.store, ctx_.wake);
   }
   if (scope_ == ViewScope::fleet) {
@@ -215,7 +217,22 @@ void FleetViews::on_job_event(const WatchEvent& e, TimePoint now, ViewChanges& o
     on_plan_event(e, now, out);
   } else if (e.key == core::kPauseKey) {
     on_pause_event(e, out);
+  } else if (e.key == core::kStandbyKey) {
+    on_standby_event(e, out);
   }
+}
+
+void FleetViews::on_standby_event(const WatchEvent& e, ViewChanges& out) {
+  if (standby_view_ && standby_view_->second > e.revision) return;
+  if (standby_damage_ && *standby_damage_ > e.revision) return;
+  out.standby_changed = true;
+  standby_damage_.reset();
+  if (e.kind != WatchEvent::Kind::put) {
+    standby_view_.reset();
+    return;
+  }
+  standby_view_.reset();  // until it decodes (RecordError: on_unreadable records the damage)
+  standby_view_ = std::make_pair(core::decode_standby(e.key, e.value), e.revision);
 }
 
 void FleetViews::on_leader_event(const WatchEvent& e, ViewChanges& out) {
@@ -334,6 +351,11 @@ void FleetViews::on_unreadable(const WatchEvent& e, const std::string& error, Ti
   } else if (e.key == core::kPauseKey) {
     if (paused_) out.pause_changed = true;
     paused_ = false;  // unreadable: as if absent
+  } else if (e.key == core::kStandbyKey) {
+    // Names nobody: the leader removes it (standby.cpp), and nobody defers to it meanwhile.
+    standby_view_.reset();
+    standby_damage_ = e.revision;
+    out.standby_changed = true;
   } else if (auto mid = core::id_from_key(e.key, core::kMemberPrefix)) {
     auto it = members_.find(*mid);
     if (it != members_.end() && it->second.rev > e.revision) return;

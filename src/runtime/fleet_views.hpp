@@ -3,11 +3,12 @@
 // is the sequencer's (member.cpp).
 //
 // What is watched depends on the scope (docs/decisions/0010-workers-watch-their-own-keys.md):
-//   both     job.leader, job.plan, job.pause (one key watch)
+//   both     job.leader, job.plan, job.pause, job.standby (one key watch)
 //   worker   assign.{me}; member.{leader} (the leader's session, to expire it when it dies);
 //            lease.{id} of each split follow_leases() names (those it waits to claim, and those
 //            whose lease it may hold without knowing it): the views hold only those
-//   fleet    member.*, lease.*, assign.* (the leader: everything the assignment and expiry read)
+//   fleet    member.*, lease.*, assign.* (the leader: everything the assignment and expiry read;
+//            and the standby, which keeps them warm for a failover: runtime/standby.hpp)
 // A worker's watch traffic therefore does not grow with the fleet; it learns whether any other
 // peer lives by a point read (Liveness) when it needs to know.
 //
@@ -67,7 +68,8 @@ struct ViewChanges {
   std::vector<std::string> leases_freed;  // lease keys deleted (their splits may be claimable)
   std::vector<std::string> assigns_changed;  // assignment records written, deleted or damaged
   bool pause_changed = false;
-  bool more = false;  // events remain (the per-step bound was hit)
+  bool standby_changed = false;  // job.standby was written, deleted or damaged
+  bool more = false;             // events remain (the per-step bound was hit)
 
   bool any_for_assignment() const {
     return membership_changed || !leases_freed.empty() || !assigns_changed.empty() || pause_changed;
@@ -113,6 +115,15 @@ class FleetViews {
   const std::optional<Damage>& leader_damage() const { return leader_damage_; }
   const std::optional<Damage>& plan_damage() const { return plan_damage_; }
   bool paused() const { return paused_; }
+  // job.standby: the record and its revision, if readable; standby_damage() if unreadable.
+  const std::optional<std::pair<core::StandbyRecord, Revision>>& standby_view() const {
+    return standby_view_;
+  }
+  const std::optional<Revision>& standby_damage() const { return standby_damage_; }
+  void set_standby_view(std::optional<std::pair<core::StandbyRecord, Revision>> v) {
+    standby_view_ = std::move(v);
+    standby_damage_.reset();
+  }
   // The highest term in any leader, plan or assignment record read (terms never go back).
   std::uint64_t highest_term_seen() const;
   bool session_live(const std::string& instance, const std::string& nonce) const;
@@ -135,6 +146,7 @@ class FleetViews {
   void on_leader_event(const WatchEvent& e, ViewChanges& out);
   void on_plan_event(const WatchEvent& e, TimePoint now, ViewChanges& out);
   void on_pause_event(const WatchEvent& e, ViewChanges& out);
+  void on_standby_event(const WatchEvent& e, ViewChanges& out);
   void on_member_event(const WatchEvent& e, TimePoint now, ViewChanges& out);
   void on_lease_event(const WatchEvent& e, ViewChanges& out);
   void on_assign_event(const WatchEvent& e, ViewChanges& out);
@@ -163,6 +175,8 @@ class FleetViews {
   std::optional<Damage> plan_damage_;    // job.plan is unreadable or was deleted
   std::uint64_t max_term_seen_ = 0;
   bool paused_ = false;  // job.pause exists
+  std::optional<std::pair<core::StandbyRecord, Revision>> standby_view_;
+  std::optional<Revision> standby_damage_;  // job.standby is unreadable at this revision
 };
 
 }  // namespace etlc::runtime

@@ -15,11 +15,11 @@ constexpr auto kStoreRetry = std::chrono::milliseconds(100);
 }  // namespace
 
 Leadership::Leadership(const MemberContext& ctx, Deps deps, std::string nonce, std::uint64_t term,
-                       Revision leader_rev, TimePoint now)
+                       Revision leader_rev, TimePoint now, std::optional<LeaderViews> warm)
     : ctx_(ctx),
       deps_(std::move(deps)),
       views_(deps_.views),
-      leader_views_(ctx),
+      leader_views_(warm ? std::move(*warm) : LeaderViews(ctx)),
       nonce_(std::move(nonce)),
       term_(term),
       leader_rev_(leader_rev),

@@ -46,9 +46,10 @@ class Leadership {
     std::uint64_t& publishes;  // assignment records written, over every term
   };
 
-  // Elected for `term` with job.leader at `leader_rev`, naming this session (`nonce`).
+  // Elected for `term` with job.leader at `leader_rev`, naming this session (`nonce`). `warm`:
+  // the standby's leader views, already caught up (else they are opened cold).
   Leadership(const MemberContext& ctx, Deps deps, std::string nonce, std::uint64_t term,
-             Revision leader_rev, TimePoint now);
+             Revision leader_rev, TimePoint now, std::optional<LeaderViews> warm = std::nullopt);
 
   std::uint64_t term() const { return term_; }
   // Folds the leader-only watches (split.*, cordon.*); true if events remain.

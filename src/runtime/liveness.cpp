@@ -45,7 +45,28 @@ std::vector<std::string> Liveness::expire_peers(TimePoint now, bool leading,
     }
   }
   expire_leader_record(now, leading, nonce);
+  if (leading) expire_standby_record();
   return expired;
+}
+
+// The leader's: a standby record is live only while its owner's session is, and never names the
+// leader (a standby elected gives it up; if that delete failed, it is removed here). An
+// unreadable one names nobody.
+void Liveness::expire_standby_record() {
+  std::optional<Revision> doomed = views_.standby_damage();
+  if (const auto& s = views_.standby_view(); s && !doomed) {
+    const core::StandbyRecord& rec = s->first;
+    const bool leader_itself = rec.owner == ctx_.instance;
+    if (leader_itself || (!views_.session_live(rec.owner, rec.nonce) &&
+                          !session_confirmed_live(rec.owner, rec.nonce))) {
+      doomed = s->second;
+    }
+  }
+  if (!doomed) return;
+  if (ctx_.store.erase(core::kStandbyKey, *doomed).ok) {
+    log().info("etlc: {}: removed a standby record that named no live peer", ctx_.instance);
+    views_.set_standby_view(std::nullopt);
+  }
 }
 
 void Liveness::expire_leader_record(TimePoint now, bool leading, const std::string& nonce) {

@@ -43,6 +43,7 @@ class Liveness {
  private:
   Duration expiry_wait(const std::string& id, const MemberView& v, bool leading) const;
   void expire_leader_record(TimePoint now, bool leading, const std::string& nonce);
+  void expire_standby_record();
 
   const MemberContext& ctx_;
   FleetViews& views_;

@@ -46,6 +46,7 @@ Member::Member(CoordinatorConfig config, std::shared_ptr<KvStore> store,
       deadline_(session_.deadline()),
       views_(ctx_),
       liveness_(ctx_, views_),
+      standby_(ctx_, views_),
       warn_(ctx_),
       worker_(ctx_, views_, held_, session_, liveness_, warn_) {
   held_.set_nonce(session_.nonce());
@@ -99,7 +100,7 @@ TimePoint Member::step_locked(TimePoint now) {
   views_.ensure_watches();
   const ViewChanges changes = views_.drain(now);
   bool more = changes.more;
-  if (leadership_) more |= leadership_->drain(now);
+  more |= leadership_ ? leadership_->drain(now) : standby_.drain(now);
   apply(changes, now);
   if (stopped_) return now + kIdle;
   // The renewal may be due again if folding took long (it is bounded, but be exact).
@@ -163,6 +164,8 @@ void Member::apply(const ViewChanges& c, TimePoint now) {
 
 void Member::lead(TimePoint now) {
   if (!leadership_) {
+    standby_.step(now, session_.nonce(), options_.targeted_watches && !held_.draining());
+    if (standby_.defer_election(now, session_.nonce())) return;
     const Election e = run_election(ctx_, views_, session_.nonce());
     if (e.kind == Election::Kind::fatal) go_fatal(e.message, LossReason::twin);
     if (e.kind != Election::Kind::elected) return;
@@ -174,13 +177,16 @@ void Member::lead(TimePoint now) {
 }
 
 void Member::become_leader(const Election& e, TimePoint now) {
+  std::optional<LeaderViews> warm = standby_.hand_over(session_.nonce());
+  const bool was_standby = warm.has_value();
   leadership_ = std::make_unique<Leadership>(
       ctx_, Leadership::Deps{views_, *options_.plan_runner, *options_.bulk, planner_, publishes_},
-      session_.nonce(), e.term, e.leader_rev, now);
+      session_.nonce(), e.term, e.leader_rev, now, std::move(warm));
   views_.set_scope(ViewScope::fleet);  // the leader's step waits until these views caught up
   held_.set_leader(true);
   metrics_.set_leader(true);
-  log().info("etlc: {}: elected leader for term {}", instance_, e.term);
+  log().info("etlc: {}: elected leader for term {}{}", instance_, e.term,
+             was_standby ? " (from the standby's warm views)" : "");
 }
 
 void Member::step_down(std::string_view why) {
@@ -223,6 +229,7 @@ TimePoint Member::next_wake(TimePoint now, bool more) {
     next = std::min(next, later(liveness_.next_expiry(now, leadership_ != nullptr)));
   }
   if (leadership_) next = std::min(next, leadership_->next_due(now));
+  if (auto d = standby_.election_due(); d && !leadership_) next = std::min(next, later(*d));
   return std::max(next, now);
 }
 
@@ -268,6 +275,7 @@ void Member::shutdown() {
       leadership_->resign();
       step_down("shutdown");
     }
+    standby_.resign(session_.nonce());
     session_.leave();
   } catch (const StoreError& e) {
     log().warn("etlc: {}: shutdown could not finish cleanly: {}", instance_, e.what());

@@ -50,6 +50,7 @@
 #include "runtime/member_metrics.hpp"
 #include "runtime/plan_runner.hpp"
 #include "runtime/session.hpp"
+#include "runtime/standby.hpp"
 #include "runtime/throttled_log.hpp"
 #include "runtime/worker.hpp"
 
@@ -147,6 +148,7 @@ class Member {
   const SessionDeadline& deadline_;  // session_'s, lock-free for lanes
   FleetViews views_ ETLC_GUARDED_BY(mu_);
   Liveness liveness_ ETLC_GUARDED_BY(mu_);
+  Standby standby_ ETLC_GUARDED_BY(mu_);
   ThrottledLog warn_ ETLC_GUARDED_BY(mu_);
   Worker worker_ ETLC_GUARDED_BY(mu_);
   std::unique_ptr<Leadership> leadership_ ETLC_GUARDED_BY(mu_);  // non-null exactly while leading
