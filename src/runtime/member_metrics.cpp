@@ -33,6 +33,8 @@ MemberMetrics::MemberMetrics(MetricsRegistry& registry, std::string_view instanc
                                        "Store operations that failed and were retried", l);
   unreadable_ = &registry_.counter("etl_coordination_unreadable_records_total",
                                    "Records in the store this member could not decode", l);
+  watch_events_ = &registry_.counter("etl_coordination_watch_events_total",
+                                     "Watch events this member's views received", l);
   repaired_ = &registry_.counter("etl_coordination_records_repaired_total",
                                  "Damaged records (unreadable or deleted) this member rewrote", l);
   assignment_seconds_ =
@@ -94,6 +96,9 @@ void MemberMetrics::store_failure() {
 }
 void MemberMetrics::unreadable_record() {
   unreadable_->inc();
+}
+void MemberMetrics::watch_events(std::uint64_t n) {
+  watch_events_->inc(n);
 }
 void MemberMetrics::record_repaired() {
   repaired_->inc();

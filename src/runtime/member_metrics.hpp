@@ -36,6 +36,8 @@ class MemberMetrics {
   void assignment_computed(double seconds, std::uint64_t moves, std::uint64_t records_written);
   void store_failure();
   void unreadable_record();
+  // Watch events this member's views received (the store's deliveries to it).
+  void watch_events(std::uint64_t n);
   void record_repaired();  // a damaged record rewritten (healing.cpp)
 
  private:
@@ -51,6 +53,7 @@ class MemberMetrics {
   Counter* quarantined_total_;
   Counter* store_failures_;
   Counter* unreadable_;
+  Counter* watch_events_;
   Counter* repaired_;
   Histogram* assignment_seconds_;
   Histogram* moves_per_publish_;

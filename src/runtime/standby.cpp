@@ -73,8 +73,7 @@ std::optional<LeaderViews> Standby::hand_over(const std::string& nonce) {
     resign(nonce);
   } catch (const StoreError& e) {
     // The leader removes a standby record naming itself (Liveness): nothing waits on this.
-    log().debug("etlc: {}: could not give the standby record up yet: {}", ctx_.instance,
-                e.what());
+    log().debug("etlc: {}: could not give the standby record up yet: {}", ctx_.instance, e.what());
   }
   return out;
 }

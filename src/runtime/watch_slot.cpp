@@ -41,6 +41,7 @@ bool WatchSlot::drain(
     reset();
     return true;
   }
+  ctx.metrics.watch_events(n);
   for (const WatchEvent& e : batch_) {
     if (e.kind == WatchEvent::Kind::caught_up) {
       caught_up_ = true;

@@ -25,9 +25,23 @@ class MeteredStore final : public KvStoreWrapper {
   std::optional<Entry> get(std::string_view key) override;
   std::unique_ptr<Watch> watch(std::string_view prefix, WatchOptions options) override;
   std::vector<Entry> list(std::string_view prefix) override;
+  std::unique_ptr<Watch> watch_keys(std::span<const std::string> keys,
+                                    WatchOptions options) override;
+  // One observation per batch (its latency, ok unless the call threw).
+  std::vector<CreateOutcome> create_many(std::span<const CreateRequest> requests) override;
 
  private:
-  enum Op : std::size_t { kCreate, kUpdate, kErase, kGet, kWatch, kList, kOps };
+  enum Op : std::size_t {
+    kCreate,
+    kUpdate,
+    kErase,
+    kGet,
+    kWatch,
+    kList,
+    kWatchKeys,
+    kCreateMany,
+    kOps
+  };
   enum Result : std::size_t { kOk, kConflict, kError, kResults };
   template <typename Fn>
   auto timed(Op op, Fn&& fn) -> decltype(fn());

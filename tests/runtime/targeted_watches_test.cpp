@@ -1,0 +1,128 @@
+// Workers watch their own keys (docs/decisions/0010-workers-watch-their-own-keys.md): a worker's
+// watch traffic does not grow with the fleet, the standby keeps warm views and leads at once when
+// the leader dies, and a dead standby is replaced.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "fleet.hpp"
+
+namespace etlc::testing {
+namespace {
+
+std::uint64_t watch_events(Fleet& fleet, const std::string& id) {
+  return fleet.metrics->snapshot()
+      .counter("etl_coordination_watch_events_total", {{"instance", id}})
+      .value_or(0);
+}
+
+std::optional<core::StandbyRecord> standby(Fleet& fleet) {
+  auto e = fleet.mem->get(core::kStandbyKey);
+  if (!e) return std::nullopt;
+  return core::decode_standby(core::kStandbyKey, e->value);
+}
+
+// Steady state for `window` after convergence: the most watch events any plain worker (neither
+// leader nor standby) received.
+std::uint64_t busiest_worker(std::size_t members, Clock::duration window) {
+  // Splits that never end (a watermark far away) keep the fleet in steady state.
+  auto planner = std::make_shared<TestPlanner>(make_splits(4 * members, 1'000'000));
+  Fleet fleet(planner);
+  for (std::size_t i = 0; i < members; ++i) fleet.add(fmt::format("m{:02}", i));
+  EXPECT_TRUE(fleet.run_until([&] { return fleet.converged() && standby(fleet); }, 60s));
+  std::map<std::string, std::uint64_t> before;
+  for (Node* n : fleet.live()) before[n->id] = watch_events(fleet, n->id);
+  fleet.run_for(window);
+  const std::string leader = fleet.leader_id();
+  const auto sb = standby(fleet);
+  std::uint64_t busiest = 0;
+  for (Node* n : fleet.live()) {
+    if (n->id == leader || (sb && sb->owner == n->id)) continue;
+    busiest = std::max(busiest, watch_events(fleet, n->id) - before[n->id]);
+  }
+  return busiest;
+}
+
+TEST(TargetedWatches, a_workers_watch_traffic_does_not_grow_with_the_fleet) {
+  const Clock::duration window = 30s;  // ten leases of 3 s
+  const std::uint64_t small = busiest_worker(4, window);
+  const std::uint64_t large = busiest_worker(16, window);
+  // The leader's renewals (three a lease) are what a worker follows in steady state, plus the
+  // plan's tally updates; a fleet-wide watch would see every peer's renewals too (4x more here).
+  EXPECT_LE(large, small + 6) << "4 members: " << small << ", 16 members: " << large;
+  EXPECT_LE(large, 3u * 10u + 10u) << "more than the leader's renewals over ten leases";
+}
+
+TEST(TargetedWatches, one_member_besides_the_leader_becomes_the_standby) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(12, 10));
+  Fleet fleet(planner);
+  for (const char* id : {"a", "b", "c", "d"}) fleet.add(id);
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && standby(fleet); }));
+  const auto sb = standby(fleet);
+  EXPECT_NE(sb->owner, fleet.leader_id());
+}
+
+TEST(TargetedWatches, the_standby_leads_when_the_leader_dies) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(12, 1'000'000));
+  Fleet fleet(planner);
+  for (const char* id : {"a", "b", "c", "d"}) fleet.add(id);
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && standby(fleet); }));
+  const std::string old_leader = fleet.leader_id();
+  const std::string heir = standby(fleet)->owner;
+  fleet.crash(old_leader);
+  ASSERT_TRUE(fleet.run_until([&] { return !fleet.leader_id().empty(); }, 30s));
+  EXPECT_EQ(fleet.leader_id(), heir) << "a worker won the election the standby should have";
+  // The new leader gives the record up, and another member takes the role.
+  ASSERT_TRUE(fleet.run_until(
+      [&] {
+        const auto s = standby(fleet);
+        return s && s->owner != heir && s->owner != old_leader;
+      },
+      30s));
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }, 60s));
+}
+
+TEST(TargetedWatches, a_dead_standby_is_replaced) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(12, 1'000'000));
+  Fleet fleet(planner);
+  for (const char* id : {"a", "b", "c"}) fleet.add(id);
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && standby(fleet); }));
+  const std::string dead = standby(fleet)->owner;
+  fleet.crash(dead);
+  ASSERT_TRUE(fleet.run_until(
+      [&] {
+        const auto s = standby(fleet);
+        return s && s->owner != dead;
+      },
+      30s));
+  EXPECT_NE(standby(fleet)->owner, fleet.leader_id());
+}
+
+TEST(TargetedWatches, garbage_in_the_standby_record_is_removed) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(8, 10));
+  Fleet fleet(planner);
+  for (const char* id : {"a", "b", "c"}) fleet.add(id);
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && standby(fleet); }));
+  auto cur = fleet.mem->get(core::kStandbyKey);
+  ASSERT_TRUE(fleet.mem->update(core::kStandbyKey, "{garbage", cur->revision).ok);
+  ASSERT_TRUE(fleet.run_until(
+      [&] {
+        auto e = fleet.mem->get(core::kStandbyKey);
+        if (!e) return false;
+        try {
+          core::decode_standby(core::kStandbyKey, e->value);
+          return true;
+        } catch (const core::RecordError&) {
+          return false;
+        }
+      },
+      30s));
+  for (Node* n : fleet.live()) EXPECT_FALSE(n->member().stopped()) << n->id;
+}
+
+}  // namespace
+}  // namespace etlc::testing
