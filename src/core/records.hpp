@@ -82,7 +82,7 @@ struct LeaderRecord {
 };
 
 // The standby: the one member besides the leader that keeps fleet-wide views, so that it can
-// lead at once when the leader dies (docs/decisions/0010). Live exactly while its owner's session
+// lead at once when the leader dies (docs/decisions/0009). Live exactly while its owner's session
 // is; taken by create-if-absent, given up by a guarded delete.
 struct StandbyRecord {
   std::string owner;  // instance id

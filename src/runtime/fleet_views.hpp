@@ -2,7 +2,7 @@
 // and reports what changed (ViewChanges); what to do about it (step down, stop, note a departure)
 // is the sequencer's (member.cpp).
 //
-// What is watched depends on the scope (docs/decisions/0010-workers-watch-their-own-keys.md):
+// What is watched depends on the scope (docs/decisions/0009-workers-watch-their-own-keys.md):
 //   both     job.leader, job.plan, job.pause, job.standby (one key watch)
 //   worker   assign.{me}; member.{leader} (the leader's session, to expire it when it dies);
 //            lease.{id} of each split follow_leases() names (those it waits to claim, and those

@@ -1,6 +1,6 @@
 // Standby: the one member besides the leader that keeps fleet-wide views (member.*, lease.*,
 // assign.*, and the leader's split.* and cordon.*) warm, so that when the leader dies it leads at
-// once, without a cold read of every record (docs/decisions/0010-workers-watch-their-own-keys.md).
+// once, without a cold read of every record (docs/decisions/0009-workers-watch-their-own-keys.md).
 //
 //   no job.standby, a peer leads    take the role: create job.standby naming this session
 //   job.standby names this session  keep the views warm (fleet scope, LeaderViews)

@@ -1,4 +1,4 @@
-// Workers watch their own keys (docs/decisions/0010-workers-watch-their-own-keys.md): a worker's
+// Workers watch their own keys (docs/decisions/0009-workers-watch-their-own-keys.md): a worker's
 // watch traffic does not grow with the fleet, the standby keeps warm views and leads at once when
 // the leader dies, and a dead standby is replaced.
 #include <gtest/gtest.h>
