@@ -152,19 +152,31 @@ std::optional<Entry> CountingStore::get(std::string_view key) {
   return traced(TraceEntry::Kind::get, key, [&] { return KvStoreWrapper::get(key); });
 }
 
+// Wraps a watch's notify so that tracing records each callback under `what`.
+void CountingStore::trace_notify(WatchOptions& options, const std::shared_ptr<Counters>& counters,
+                                 std::string what) {
+  if (!counters->tracer.on.load() || !options.notify) return;
+  options.notify = [inner_notify = std::move(options.notify), counters, what = std::move(what)] {
+    if (counters->tracer.on.load(std::memory_order_relaxed)) {
+      const std::int64_t at = steady_ns();
+      counters->tracer.add(TraceEntry::Kind::notify, what, at, at);
+    }
+    inner_notify();
+  };
+}
+
 std::unique_ptr<Watch> CountingStore::watch(std::string_view prefix, WatchOptions options) {
   counters_->watches_opened.fetch_add(1, std::memory_order_relaxed);
-  if (counters_->tracer.on.load() && options.notify) {
-    options.notify = [inner_notify = std::move(options.notify), counters = counters_,
-                      prefix = std::string(prefix)] {
-      if (counters->tracer.on.load(std::memory_order_relaxed)) {
-        const std::int64_t at = steady_ns();
-        counters->tracer.add(TraceEntry::Kind::notify, prefix, at, at);
-      }
-      inner_notify();
-    };
-  }
+  trace_notify(options, counters_, std::string(prefix));
   return std::make_unique<CountingWatch>(KvStoreWrapper::watch(prefix, std::move(options)),
+                                         counters_);
+}
+
+std::unique_ptr<Watch> CountingStore::watch_keys(std::span<const std::string> keys,
+                                                 WatchOptions options) {
+  counters_->watches_opened.fetch_add(1, std::memory_order_relaxed);
+  trace_notify(options, counters_, keys.empty() ? std::string() : keys.front());
+  return std::make_unique<CountingWatch>(KvStoreWrapper::watch_keys(keys, std::move(options)),
                                          counters_);
 }
 

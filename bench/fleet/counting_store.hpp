@@ -74,6 +74,8 @@ class CountingStore final : public KvStoreWrapper {
   WriteResult erase(std::string_view key, Revision expected) override;
   std::optional<Entry> get(std::string_view key) override;
   std::unique_ptr<Watch> watch(std::string_view prefix, WatchOptions options) override;
+  std::unique_ptr<Watch> watch_keys(std::span<const std::string> keys,
+                                    WatchOptions options) override;
   std::vector<Entry> list(std::string_view prefix) override;
 
   StoreCounts counts() const;
@@ -83,6 +85,9 @@ class CountingStore final : public KvStoreWrapper {
   std::vector<TraceEntry> trace() const;
 
  private:
+  struct Counters;
+  static void trace_notify(WatchOptions& options, const std::shared_ptr<Counters>& counters,
+                           std::string what);
   friend class CountingWatch;
   struct Tracer {
     std::mutex mu;

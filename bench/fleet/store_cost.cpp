@@ -4,6 +4,8 @@
 // the split count, and a non-leader's watch traffic does not grow with the split count.
 #include <fmt/format.h>
 
+#include "core/keys.hpp"
+#include "core/records.hpp"
 #include "scenarios.hpp"
 
 namespace etlc::bench {
@@ -24,6 +26,7 @@ struct Cell {
   double expected_heartbeat_per_s = 0;
   double other_writes_per_s = 0;
   double leader_watch_per_s = 0;
+  double standby_watch_per_s = 0;  // the standby keeps fleet-wide views too (decision 0009)
   double worker_watch_p50_per_s = 0;
   double worker_watch_max_per_s = 0;
   double expected_worker_watch_per_s = 0;  // every renewal reaches every member
@@ -82,6 +85,14 @@ Cell measure(const BackendOptions& bo, const StoreCostOptions& o, std::size_t me
   c.claims_in_window = fleet.timeline().claims_since(t0);
   c.watches_broken_in_window = fleet.watches_broken() - broken0;
   MemberSlot* leader = fleet.leader();
+  std::string standby_id;
+  if (auto sb = all.front()->store->get(core::kStandbyKey)) {
+    try {
+      standby_id = core::decode_standby(core::kStandbyKey, sb->value).owner;
+    } catch (const core::RecordError&) {
+      standby_id.clear();
+    }
+  }
   std::vector<double> worker_watch;
   StoreCounts sum;
   for (std::size_t i = 0; i < all.size(); ++i) {
@@ -94,6 +105,8 @@ Cell measure(const BackendOptions& bo, const StoreCostOptions& o, std::size_t me
     const double w = static_cast<double>(d.total_watch_events()) / c.window_s;
     if (all[i] == leader) {
       c.leader_watch_per_s = w;
+    } else if (all[i]->id == standby_id) {
+      c.standby_watch_per_s = w;
     } else {
       worker_watch.push_back(w);
     }
@@ -104,7 +117,8 @@ Cell measure(const BackendOptions& bo, const StoreCostOptions& o, std::size_t me
   c.other_writes_per_s = c.writes_per_s - c.heartbeat_writes_per_s;
   c.expected_heartbeat_per_s =
       static_cast<double>(members) * 3.0 / (static_cast<double>(o.lease_ms) / 1000.0);
-  c.expected_worker_watch_per_s = c.expected_heartbeat_per_s;
+  // A worker follows the leader's session: its renewals, one per lease/3.
+  c.expected_worker_watch_per_s = 3.0 / (static_cast<double>(o.lease_ms) / 1000.0);
   c.worker_watch_p50_per_s = median(worker_watch);
   c.worker_watch_max_per_s = percentile(worker_watch, 100);
   c.gets_per_s = static_cast<double>(sum.gets) / c.window_s;
@@ -119,7 +133,7 @@ Result run_store_cost(const BackendOptions& bo, const StoreCostOptions& o) {
   Result res;
   res.columns = {"members",  "splits",         "setup s",
                  "writes/s", "heartbeat/s",    "expected/s",
-                 "other/s",  "leader watch/s", "worker watch/s p50",
+                 "other/s",  "leader watch/s", "standby watch/s", "worker watch/s p50",
                  "max",      "expected",       "gets/s",
                  "cpu"};
   Json cells = Json::array();
@@ -132,7 +146,7 @@ Result run_store_cost(const BackendOptions& bo, const StoreCostOptions& o) {
       if (!c.ok) {
         j["failure"] = c.failure;
         res.rows.push_back({std::to_string(m), std::to_string(s), fmt_num(c.setup_s, 1), "-", "-",
-                            "-", "-", "-", "-", "-", "-", "-", "-"});
+                            "-", "-", "-", "-", "-", "-", "-", "-", "-"});
         res.notes.push_back(fmt::format("{} x {}: {}", m, s, c.failure));
         cells.push_back(j);
         continue;
@@ -144,6 +158,7 @@ Result run_store_cost(const BackendOptions& bo, const StoreCostOptions& o) {
       j["expected_heartbeat_writes_per_s"] = c.expected_heartbeat_per_s;
       j["other_writes_per_s"] = c.other_writes_per_s;
       j["leader_watch_events_per_s"] = c.leader_watch_per_s;
+      j["standby_watch_events_per_s"] = c.standby_watch_per_s;
       j["worker_watch_events_per_s_p50"] = c.worker_watch_p50_per_s;
       j["worker_watch_events_per_s_max"] = c.worker_watch_max_per_s;
       j["expected_worker_watch_events_per_s"] = c.expected_worker_watch_per_s;
@@ -157,7 +172,8 @@ Result run_store_cost(const BackendOptions& bo, const StoreCostOptions& o) {
       res.rows.push_back({std::to_string(m), std::to_string(s), fmt_num(c.setup_s, 1),
                           fmt_num(c.writes_per_s, 1), fmt_num(c.heartbeat_writes_per_s, 1),
                           fmt_num(c.expected_heartbeat_per_s, 1), fmt_num(c.other_writes_per_s, 1),
-                          fmt_num(c.leader_watch_per_s, 1), fmt_num(c.worker_watch_p50_per_s, 1),
+                          fmt_num(c.leader_watch_per_s, 1), fmt_num(c.standby_watch_per_s, 1),
+                          fmt_num(c.worker_watch_p50_per_s, 1),
                           fmt_num(c.worker_watch_max_per_s, 1),
                           fmt_num(c.expected_worker_watch_per_s, 1), fmt_num(c.gets_per_s, 1),
                           fmt_num(c.cpu_utilisation, 2)});
@@ -171,8 +187,9 @@ Result run_store_cost(const BackendOptions& bo, const StoreCostOptions& o) {
       {"lanes", o.lanes}, {"lease_ms", o.lease_ms}, {"window_s", o.window_s}, {"commits", 0}};
   res.detail["cells"] = cells;
   res.notes.push_back(
-      "per second, whole fleet for writes; watch events per member; 'expected' = members x 3 / "
-      "lease (one renewal per member per lease/3, each seen by every member)");
+      "per second, whole fleet for writes; watch events per member (workers: neither leader nor "
+      "standby); 'expected' heartbeats = members x 3 / lease; 'expected' worker watch = 3 / lease "
+      "(the leader's renewals, the one session a worker follows)");
   return res;
 }
 
