@@ -182,6 +182,15 @@ struct NatsStoreStats {
   std::uint64_t watches_broken = 0;  // watches this store broke (any reason)
   std::uint64_t guard_reads = 0;     // reads made before a write to rule out a delete marker
   std::uint64_t publishes = 0;       // write messages sent (a create may send two)
+  // Key watches (watch_keys): opened (returned to a caller), broken by the store (also counted
+  // in watches_broken), change hints received (core messages on a watched key's subject, one
+  // per publish, accepted or not), leader reads they made (snapshot, hints, confirmations,
+  // retries) and put/erase events they delivered (snapshot included, caught_up not).
+  std::uint64_t key_watches_opened = 0;
+  std::uint64_t key_watches_broken = 0;
+  std::uint64_t key_hints = 0;
+  std::uint64_t key_reads = 0;
+  std::uint64_t key_events = 0;
 };
 
 namespace nats_detail {
