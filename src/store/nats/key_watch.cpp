@@ -78,7 +78,8 @@ void on_message(natsConnection*, natsSubscription*, natsMsg* raw, void* closure)
 
 std::unordered_map<std::string, std::uint32_t> index_keys(const std::vector<std::string>& keys) {
   std::unordered_map<std::string, std::uint32_t> index;
-  for (std::size_t i = 0; i < keys.size(); ++i) index.emplace(keys[i], static_cast<std::uint32_t>(i));
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    index.emplace(keys[i], static_cast<std::uint32_t>(i));
   return index;
 }
 
@@ -150,8 +151,8 @@ void KeyWatchState::subscribe_all() {
     if (unsubscribed_) return;  // broken meanwhile
     const std::string subject = core_->subject_prefix() + key;
     natsSubscription* sub = nullptr;
-    natsStatus s = natsConnection_Subscribe(&sub, core_->connection(), subject.c_str(),
-                                            &on_message, reinterpret_cast<void*>(id_));
+    natsStatus s = natsConnection_Subscribe(&sub, core_->connection(), subject.c_str(), &on_message,
+                                            reinterpret_cast<void*>(id_));
     if (s == NATS_OK) {
       subs_.push_back(sub);
       s = natsSubscription_SetPendingLimits(sub, kSubPendingMessages, kSubPendingBytes);
@@ -186,7 +187,8 @@ void KeyWatchState::on_hint(std::uint32_t key, std::optional<std::uint64_t> expe
   if (!queued) fail(fmt::format("{}: the store's read queue is full", what_));
 }
 
-bool KeyWatchState::request_read(std::uint32_t key, std::optional<std::chrono::milliseconds> delay) {
+bool KeyWatchState::request_read(std::uint32_t key,
+                                 std::optional<std::chrono::milliseconds> delay) {
   auto reader = reader_.lock();
   if (!reader) return false;
   if (!delay) return reader->request(id_, weak_from_this(), key);
@@ -200,14 +202,46 @@ void KeyWatchState::read_key(std::uint32_t key) {
     if (broken_ || stopping_) return;
   }
   LastMessage last;
+  std::vector<LastMessage> missing;
   try {
     last = core_->read_last(keys_[key], what_);
+    core_->key_watch_counters().reads.fetch_add(1, std::memory_order_relaxed);
+    missing = fill_gap(key, last);
   } catch (const StoreError& e) {
     on_read_failure(key, e);
     return;
   }
-  core_->key_watch_counters().reads.fetch_add(1, std::memory_order_relaxed);
+  for (LastMessage& m : missing) apply(key, m);
   apply(key, last);
+}
+
+// After caught_up, `read` may name a previous revision the watch never read (the key was
+// written more than once since its last read). A bucket keeping more than one value per key may
+// still hold those values: read them back by sequence, newest first, until the chain reaches
+// the last revision the watch knows. Returns them oldest first, or nothing if none are missing
+// or the chain cannot be completed (then apply(read) breaks the watch: a gap).
+std::vector<LastMessage> KeyWatchState::fill_gap(std::uint32_t key, const LastMessage& read) {
+  const auto history = static_cast<std::size_t>(core_->options().history);
+  if (options_.latest_only || history <= 1 || !read.exists || !read.previous) return {};
+  std::uint64_t known = 0;
+  {
+    MutexLock lock(mu_);
+    if (!caught_up_ || broken_ || stopping_) return {};
+    known = slots_[key].last_seen;  // after caught_up only this thread changes it
+  }
+  if (read.revision <= known || *read.previous == known) return {};
+  std::vector<LastMessage> chain;
+  std::optional<std::uint64_t> previous = read.previous;
+  while (previous && *previous > known && chain.size() < history) {
+    LastMessage m = core_->read_sequence(keys_[key], *previous, what_);
+    core_->key_watch_counters().reads.fetch_add(1, std::memory_order_relaxed);
+    if (!m.exists) return {};  // dropped already (more than `history` writes behind)
+    previous = m.previous;
+    chain.push_back(std::move(m));
+  }
+  if (!previous || *previous != known) return {};
+  std::reverse(chain.begin(), chain.end());
+  return chain;
 }
 
 void KeyWatchState::on_read_failure(std::uint32_t key, const StoreError& error) {
@@ -324,8 +358,8 @@ void KeyWatchState::finish_snapshot() {
     const auto live = static_cast<std::size_t>(
         std::count_if(slots_.begin(), slots_.end(), [](const KeySlot& s) { return s.live; }));
     if (live + 1 > options_.max_pending) {
-      notify = stop = break_locked(fmt::format("{}: the snapshot exceeds max_pending ({})", what_,
-                                               options_.max_pending));
+      notify = stop = break_locked(
+          fmt::format("{}: the snapshot exceeds max_pending ({})", what_, options_.max_pending));
     } else {
       for (std::size_t i = 0; i < slots_.size(); ++i) {
         KeySlot& slot = slots_[i];
@@ -433,9 +467,9 @@ std::size_t NatsKeyWatch::poll(std::vector<WatchEvent>& out, std::size_t max_eve
 
 std::unique_ptr<Watch> open_key_watch(const std::shared_ptr<Core>& core,
                                       std::span<const std::string> keys, WatchOptions options) {
-  auto state = std::make_shared<KeyWatchState>(
-      core, std::vector<std::string>(keys.begin(), keys.end()), std::move(options),
-      core->hint_reader());
+  auto state =
+      std::make_shared<KeyWatchState>(core, std::vector<std::string>(keys.begin(), keys.end()),
+                                      std::move(options), core->hint_reader());
   core->register_watch(state);  // first, so a concurrent close() breaks it too
   try {
     state->open();

@@ -24,11 +24,15 @@
 //
 // Gaps: every NatsStore write names the revision it replaced. After caught_up, a read whose
 // previous revision is not the last one the watch knew of the key means a value was skipped
-// (overwritten before it was read): the watch breaks, unless WatchOptions::latest_only lets it
-// go on from the newer value. Breaks (poll throws watch_broken once drained): the queue at
-// max_pending, the reader's queue full, a read failing kMaxReadRetries + 1 times in a row
-// (unavailable) or once otherwise (closed), a disconnect or reconnect (hints sent meanwhile are
-// lost), a slow consumer or subscription error reported by nats.c, break_watches, close.
+// (the key was written again before the watch read it). A bucket with history > 1 may still
+// hold the skipped values: they are read back by sequence (leader reads) and delivered in
+// order. Otherwise the watch breaks, unless WatchOptions::latest_only lets it go on from the
+// newer value. With history 1, a watch that is not latest_only therefore breaks whenever a key
+// is written twice within about one read round trip. Breaks (poll throws watch_broken once
+// drained): the queue at max_pending, the reader's queue full, a read failing kMaxReadRetries + 1
+// times in a row (unavailable) or once otherwise (closed), a disconnect or reconnect (hints sent
+// meanwhile are lost), a slow consumer or subscription error reported by nats.c, break_watches,
+// close.
 #pragma once
 
 #include <nats/nats.h>
@@ -115,6 +119,7 @@ class KeyWatchState final : public HintTarget,
   };
 
   void subscribe_all() ETLC_EXCLUDES(subs_mu_);
+  std::vector<LastMessage> fill_gap(std::uint32_t key, const LastMessage& read) ETLC_EXCLUDES(mu_);
   void apply(std::uint32_t key, LastMessage& read) ETLC_EXCLUDES(mu_, subs_mu_);
   Followup apply_locked(std::uint32_t key, LastMessage& read) ETLC_REQUIRES(mu_);
   std::optional<std::string> emit_locked(std::uint32_t key, LastMessage& read) ETLC_REQUIRES(mu_);

@@ -589,25 +589,46 @@ LastMessage Core::read_last(std::string_view key, std::string_view what) {
   // js_GetLastMsg uses $JS.API.STREAM.MSG.GET, which only the stream leader answers.
   natsStatus s = js_GetLastMsg(&raw, js_.get(), stream_.c_str(), subj.c_str(), &jo, &jerr);
   MsgPtr msg(raw);
-  LastMessage out;
-  if (s == NATS_NOT_FOUND || jerr == JSNoMessageFoundErr) return out;
+  if (s == NATS_NOT_FOUND || jerr == JSNoMessageFoundErr) return LastMessage{};
   if (s != NATS_OK) {
     throw_failure(NatsFailure::capture(s, jerr, redactor_), OpKind::read, what);
   }
+  return remember(key, msg.get());
+}
+
+LastMessage Core::read_sequence(std::string_view key, std::uint64_t sequence,
+                                std::string_view what) {
+  require_connected(what);
+  natsMsg* raw = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  jsOptions jo = request_options();
+  // STREAM.MSG.GET by sequence: the stream leader again.
+  natsStatus s = js_GetMsg(&raw, js_.get(), stream_.c_str(), sequence, &jo, &jerr);
+  MsgPtr msg(raw);
+  if (s == NATS_NOT_FOUND || jerr == JSNoMessageFoundErr) return LastMessage{};
+  if (s != NATS_OK) {
+    throw_failure(NatsFailure::capture(s, jerr, redactor_), OpKind::read, what);
+  }
+  const char* subj = natsMsg_GetSubject(msg.get());
+  if (subj == nullptr || subject(key) != subj) return LastMessage{};  // another key's message
+  return remember(key, msg.get());
+}
+
+LastMessage Core::remember(std::string_view key, natsMsg* msg) {
+  LastMessage out;
   out.exists = true;
-  out.revision = natsMsg_GetSequence(msg.get());
+  out.revision = natsMsg_GetSequence(msg);
   const char* op = nullptr;
-  if (natsMsgHeader_Get(msg.get(), kOperationHeader.data(), &op) == NATS_OK && op != nullptr) {
+  if (natsMsgHeader_Get(msg, kOperationHeader.data(), &op) == NATS_OK && op != nullptr) {
     out.tombstone = std::strcmp(op, "DEL") == 0 || std::strcmp(op, "PURGE") == 0;
   }
-  out.previous = parse_header_u64(msg.get(), kExpectedLastSubjectSeqHeader);
+  out.previous = parse_header_u64(msg, kExpectedLastSubjectSeqHeader);
   if (out.tombstone) {
     delete_markers_.insert(out.revision);
     marker_hints_.note(key, out.revision);
-  }
-  if (!out.tombstone) {
-    const char* data = natsMsg_GetData(msg.get());
-    int len = natsMsg_GetDataLength(msg.get());
+  } else {
+    const char* data = natsMsg_GetData(msg);
+    int len = natsMsg_GetDataLength(msg);
     if (data != nullptr && len > 0) out.value.assign(data, static_cast<std::size_t>(len));
     live_revisions_.insert(out.revision);
   }

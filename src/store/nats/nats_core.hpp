@@ -11,9 +11,9 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <vector>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "etlc/clock.hpp"
 #include "etlc/detail/mutex.hpp"
@@ -102,6 +102,9 @@ class Core : public std::enable_shared_from_this<Core> {
   void purge_subject(std::string_view key, std::string_view what);
   // One leader read of `key`'s last message. Read errors throw (unavailable/closed).
   LastMessage read_last(std::string_view key, std::string_view what);
+  // One leader read of the message at stream sequence `sequence`, if it is still stored and is
+  // a message of `key` (else exists == false). Read errors throw (unavailable/closed).
+  LastMessage read_sequence(std::string_view key, std::uint64_t sequence, std::string_view what);
   // The stream sequence of the last message whose subject matches `filter` (a subject with
   // wildcards, e.g. subject_prefix() + watch_filter(prefix)), or 0 if none. One leader read.
   std::uint64_t last_sequence_matching(const std::string& filter, std::string_view what);
@@ -171,6 +174,8 @@ class Core : public std::enable_shared_from_this<Core> {
   Sent send_guarded(const std::string& subj, std::string_view value, const std::string& expected,
                     bool erase_marker, const std::string& msg_id, std::string_view what);
   std::string subject(std::string_view key) const;
+  // A message of `key` as LastMessage; notes its revision as live or as a delete marker.
+  LastMessage remember(std::string_view key, natsMsg* msg);
   std::vector<std::shared_ptr<RegisteredWatch>> live_watches() const ETLC_EXCLUDES(watches_mu_);
   void stop_hint_reader() ETLC_EXCLUDES(reader_mu_);
 
