@@ -199,7 +199,8 @@ TEST(NatsKeyWatch, ADroppedConnectionBreaksTheWatchAndAReopenedOneWorks) {
   auto w = open_keys(store, {"k"}, true);
   ASSERT_TRUE(poll_until(*w, [](const TestWatch& t) { return t.caught_up(); }));
   server.kill(SIGKILL);
-  EXPECT_FALSE(poll_until(*w, [](const TestWatch&) { return false; }, kWaitTimeout));
+  EXPECT_FALSE(poll_until(
+      *w, [](const TestWatch&) { return false; }, kWaitTimeout));
   ASSERT_TRUE(w->broken) << "silent after the server died";
   EXPECT_THAT(w->broken_message, HasSubstr("connection"));
   EXPECT_EQ(code_of([&] { open_keys(store, {"k"}); }), StoreErrc::unavailable);
@@ -374,7 +375,8 @@ TEST(NatsKeyWatch, ALaggingWatchBreaksOnAGapButALatestOnlyOneGoesOnToTheLatest) 
   NatsStore store(options_for(unique_bucket()));  // history 1: r2 and r3 are gone
   Lagged l;
   ASSERT_NO_FATAL_FAILURE(lag_behind(store, l));
-  EXPECT_FALSE(poll_until(*l.strict, [](const TestWatch&) { return false; }, kWaitTimeout));
+  EXPECT_FALSE(poll_until(
+      *l.strict, [](const TestWatch&) { return false; }, kWaitTimeout));
   EXPECT_TRUE(l.strict->broken);
   EXPECT_THAT(l.strict->broken_message, HasSubstr("never read"));
   ASSERT_TRUE(poll_until(*l.latest, [&](const TestWatch& t) { return t.saw("k", l.r4); }))
@@ -422,9 +424,8 @@ TEST(NatsKeyWatch, KeyWatchesCreateNoConsumerAndOtherKeysWritesReachNone) {
   for (int i = 0; i < 100; ++i) ASSERT_TRUE(store.create(fmt::format("other.k{}", i), "x").ok);
   auto sentinel = store.create("m7.k3", "s");
   ASSERT_TRUE(sentinel.ok);
-  ASSERT_TRUE(poll_until(*watches[7], [&](const TestWatch& t) {
-    return t.saw("m7.k3", sentinel.revision);
-  }));
+  ASSERT_TRUE(poll_until(*watches[7],
+                         [&](const TestWatch& t) { return t.saw("m7.k3", sentinel.revision); }));
   EXPECT_EQ(store.stats().key_hints, hints + 1);
 }
 
@@ -435,21 +436,24 @@ TEST(NatsKeyWatch, BreakWatchesCloseAndOverflowBreakKeyWatches) {
   ASSERT_TRUE(store->create("c", "3").ok);
 
   auto small = open_keys(*store, {"a", "b", "c"}, false, 3);  // 3 puts + caught_up do not fit
-  EXPECT_FALSE(poll_until(*small, [](const TestWatch&) { return false; }, 2s));
+  EXPECT_FALSE(poll_until(
+      *small, [](const TestWatch&) { return false; }, 2s));
   EXPECT_TRUE(small->broken);
   EXPECT_THAT(small->broken_message, HasSubstr("max_pending"));
 
   auto w = open_keys(*store, {"a"});
   ASSERT_TRUE(poll_until(*w, [](const TestWatch& t) { return t.caught_up(); }));
   store->break_watches("test");
-  EXPECT_FALSE(poll_until(*w, [](const TestWatch&) { return false; }, 2s));
+  EXPECT_FALSE(poll_until(
+      *w, [](const TestWatch&) { return false; }, 2s));
   EXPECT_TRUE(w->broken);
   auto again = open_keys(*store, {"a"});
   ASSERT_TRUE(poll_until(*again, [](const TestWatch& t) { return t.caught_up(); }));
   EXPECT_EQ(store->watcher_count(), 1u);
 
   store.reset();  // the watch outlives its store, broken
-  EXPECT_FALSE(poll_until(*again, [](const TestWatch&) { return false; }, 2s));
+  EXPECT_FALSE(poll_until(
+      *again, [](const TestWatch&) { return false; }, 2s));
   EXPECT_TRUE(again->broken);
   again.reset();
 }

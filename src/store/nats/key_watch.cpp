@@ -122,6 +122,11 @@ KeyWatchState::~KeyWatchState() {
 void KeyWatchState::open() {
   core_->require_connected(what_);
   register_token(id_, weak_from_this());  // before the first subscription can deliver
+  if (auto reader = reader_.lock()) {
+    for (std::uint32_t i = 0; i < keys_.size(); ++i) {
+      reader->attach(keys_[i], id_, weak_from_this(), i);
+    }
+  }
   subscribe_all();
   natsStatus s = natsConnection_FlushTimeout(core_->connection(), core_->options().op_timeout_ms);
   if (s != NATS_OK) {
@@ -132,7 +137,7 @@ void KeyWatchState::open() {
     if (broken()) return;  // closed or broken meanwhile: poll reports it
     LastMessage last = core_->read_last(keys_[i], what_);
     core_->key_watch_counters().reads.fetch_add(1, std::memory_order_relaxed);
-    apply(i, last);
+    apply(i, last, true);
   }
   finish_snapshot();
   for (auto delay : kConfirmDelays) {
@@ -191,57 +196,60 @@ bool KeyWatchState::request_read(std::uint32_t key,
                                  std::optional<std::chrono::milliseconds> delay) {
   auto reader = reader_.lock();
   if (!reader) return false;
-  if (!delay) return reader->request(id_, weak_from_this(), key);
-  return reader->request_at(id_, weak_from_this(), key, std::chrono::steady_clock::now() + *delay);
+  if (!delay) return reader->request(keys_[key]);
+  return reader->request_at(keys_[key], std::chrono::steady_clock::now() + *delay);
 }
 
 // ---------------------------------------------------------------------------------------------
-void KeyWatchState::read_key(std::uint32_t key) {
+void KeyWatchState::on_read(std::uint32_t key, const LastMessage& last, GapReader& gaps) {
   {
     MutexLock lock(mu_);
     if (broken_ || stopping_) return;
   }
-  LastMessage last;
+  LastMessage mine = last;
   std::vector<LastMessage> missing;
+  bool bridged = false;
   try {
-    last = core_->read_last(keys_[key], what_);
-    core_->key_watch_counters().reads.fetch_add(1, std::memory_order_relaxed);
-    missing = fill_gap(key, last);
+    bridged = fill_gap(key, mine, gaps, missing);
   } catch (const StoreError& e) {
     on_read_failure(key, e);
     return;
   }
-  for (LastMessage& m : missing) apply(key, m);
-  apply(key, last);
+  for (LastMessage& m : missing) apply(key, m, false);
+  apply(key, mine, true, bridged);
 }
 
 // After caught_up, `read` may name a previous revision the watch never read (the key was
 // written more than once since its last read). A bucket keeping more than one value per key may
 // still hold those values: read them back by sequence, newest first, until the chain reaches
 // the last revision the watch knows. Returns them oldest first, or nothing if none are missing
-// or the chain cannot be completed (then apply(read) breaks the watch: a gap).
-std::vector<LastMessage> KeyWatchState::fill_gap(std::uint32_t key, const LastMessage& read) {
+// or the chain cannot be completed (then apply(read) breaks the watch: a gap). Returns whether
+// it looked (false before caught_up: then apply() asks for another read if it finds a gap,
+// since the snapshot may have ended meanwhile).
+bool KeyWatchState::fill_gap(std::uint32_t key, const LastMessage& read, GapReader& gaps,
+                             std::vector<LastMessage>& missing) {
   const auto history = static_cast<std::size_t>(core_->options().history);
-  if (options_.latest_only || history <= 1 || !read.exists || !read.previous) return {};
+  if (options_.latest_only || history <= 1 || !read.exists || !read.previous) return true;
   std::uint64_t known = 0;
   {
     MutexLock lock(mu_);
-    if (!caught_up_ || broken_ || stopping_) return {};
-    known = slots_[key].last_seen;  // after caught_up only this thread changes it
+    if (broken_ || stopping_) return true;
+    if (!caught_up_) return false;
+    known = slots_[key].last_seen;  // after caught_up only the reader thread changes it
   }
-  if (read.revision <= known || *read.previous == known) return {};
+  if (read.revision <= known || *read.previous == known) return true;
   std::vector<LastMessage> chain;
   std::optional<std::uint64_t> previous = read.previous;
   while (previous && *previous > known && chain.size() < history) {
-    LastMessage m = core_->read_sequence(keys_[key], *previous, what_);
-    core_->key_watch_counters().reads.fetch_add(1, std::memory_order_relaxed);
-    if (!m.exists) return {};  // dropped already (more than `history` writes behind)
+    LastMessage m = gaps.at(*previous);
+    if (!m.exists) return true;  // dropped already (more than `history` writes behind)
     previous = m.previous;
     chain.push_back(std::move(m));
   }
-  if (!previous || *previous != known) return {};
+  if (!previous || *previous != known) return true;
   std::reverse(chain.begin(), chain.end());
-  return chain;
+  missing = std::move(chain);
+  return true;
 }
 
 void KeyWatchState::on_read_failure(std::uint32_t key, const StoreError& error) {
@@ -259,12 +267,12 @@ void KeyWatchState::on_read_failure(std::uint32_t key, const StoreError& error) 
                    error.what()));
 }
 
-void KeyWatchState::apply(std::uint32_t key, LastMessage& read) {
+void KeyWatchState::apply(std::uint32_t key, LastMessage& read, bool latest, bool bridged) {
   Followup next;
   {
     MutexLock lock(mu_);
     if (broken_ || stopping_) return;
-    next = apply_locked(key, read);
+    next = apply_locked(key, read, latest, bridged);
     if (next.break_reason) next.notify = break_locked(std::move(*next.break_reason));
   }
   if (next.break_reason) {
@@ -281,10 +289,15 @@ void KeyWatchState::apply(std::uint32_t key, LastMessage& read) {
   if (next.notify) notify_consumer();
 }
 
-KeyWatchState::Followup KeyWatchState::apply_locked(std::uint32_t key, LastMessage& read) {
+KeyWatchState::Followup KeyWatchState::apply_locked(std::uint32_t key, LastMessage& read,
+                                                    bool latest, bool bridged) {
   KeySlot& slot = slots_[key];
   slot.failed_reads = 0;
   Followup next;
+  if (caught_up_ && !bridged && read.exists && read.revision > slot.last_seen) {
+    next.reread_after = std::chrono::milliseconds(0);  // read while the snapshot ended: again
+    return next;
+  }
   if (read.exists && read.revision > slot.last_seen) {
     if (!caught_up_) {  // the snapshot keeps the latest state only
       slot.last_seen = read.revision;
@@ -296,7 +309,10 @@ KeyWatchState::Followup KeyWatchState::apply_locked(std::uint32_t key, LastMessa
       next.notify = true;
     }
   }
-  next.reread_after = await_locked(key, read.exists ? read.revision : 0, next.break_reason);
+  // Only the key's last message says whether a hinted write may still land.
+  if (latest) {
+    next.reread_after = await_locked(key, read.exists ? read.revision : 0, next.break_reason);
+  }
   return next;
 }
 
@@ -446,6 +462,7 @@ void KeyWatchState::shutdown() {
     while (notifying_ != 0) idle_cv_.wait(mu_);
   }
   unregister_token(id_);  // a callback still running finds nothing
+  if (auto reader = reader_.lock()) reader->detach(id_, keys_);
   unsubscribe_all();
   MutexLock lock(subs_mu_);
   for (natsSubscription* sub : subs_) natsSubscription_Destroy(sub);

@@ -88,8 +88,11 @@ class KeyWatchState final : public HintTarget,
   void fail(std::string reason) override ETLC_EXCLUDES(mu_, subs_mu_);
   bool broken() const override ETLC_EXCLUDES(mu_);
   bool breaks_on_disconnect() const override { return true; }
-  // The reader thread's request.
-  void read_key(std::uint32_t key) override ETLC_EXCLUDES(mu_, subs_mu_);
+  // The reader thread's results (HintTarget).
+  void on_read(std::uint32_t key, const LastMessage& last, GapReader& gaps) override
+      ETLC_EXCLUDES(mu_, subs_mu_);
+  void on_read_failure(std::uint32_t key, const StoreError& error) override
+      ETLC_EXCLUDES(mu_, subs_mu_);
   // From nats.c's delivery thread: a publish to the subject of key `key`, expecting to replace
   // `expected` (nullopt: no such header). Cheap: bookkeeping and a queued read.
   void on_hint(std::uint32_t key, std::optional<std::uint64_t> expected)
@@ -119,14 +122,19 @@ class KeyWatchState final : public HintTarget,
   };
 
   void subscribe_all() ETLC_EXCLUDES(subs_mu_);
-  std::vector<LastMessage> fill_gap(std::uint32_t key, const LastMessage& read) ETLC_EXCLUDES(mu_);
-  void apply(std::uint32_t key, LastMessage& read) ETLC_EXCLUDES(mu_, subs_mu_);
-  Followup apply_locked(std::uint32_t key, LastMessage& read) ETLC_REQUIRES(mu_);
+  bool fill_gap(std::uint32_t key, const LastMessage& read, GapReader& gaps,
+                std::vector<LastMessage>& missing) ETLC_EXCLUDES(mu_);
+  // Applies one read of `key`: its last message (`latest`) or an older one read back by
+  // fill_gap, oldest first. `bridged`: fill_gap looked for skipped values (it does not before
+  // caught_up).
+  void apply(std::uint32_t key, LastMessage& read, bool latest, bool bridged = true)
+      ETLC_EXCLUDES(mu_, subs_mu_);
+  Followup apply_locked(std::uint32_t key, LastMessage& read, bool latest, bool bridged)
+      ETLC_REQUIRES(mu_);
   std::optional<std::string> emit_locked(std::uint32_t key, LastMessage& read) ETLC_REQUIRES(mu_);
   std::optional<std::chrono::milliseconds> await_locked(std::uint32_t key, std::uint64_t last,
                                                         std::optional<std::string>& reason)
       ETLC_REQUIRES(mu_);
-  void on_read_failure(std::uint32_t key, const StoreError& error) ETLC_EXCLUDES(mu_, subs_mu_);
   void finish_snapshot() ETLC_EXCLUDES(mu_, subs_mu_);
   bool request_read(std::uint32_t key, std::optional<std::chrono::milliseconds> delay);
   // Marks broken; false if it already was. The caller then unsubscribes and notifies.
@@ -139,7 +147,7 @@ class KeyWatchState final : public HintTarget,
   const std::unordered_map<std::string, std::uint32_t> index_;  // subject suffix -> key
   const WatchOptions options_;
   const std::string what_;
-  const std::uint64_t id_;  // unique in the process: the reader's coalescing key and the token
+  const std::uint64_t id_;  // unique in the process: the subscriptions' token, the reader's id
   const std::weak_ptr<HintReader> reader_;  // owned by the Core, which stops it on close
 
   // After Core's close and registry locks (Core::break_watches calls fail()) and before the

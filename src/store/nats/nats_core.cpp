@@ -517,7 +517,7 @@ std::shared_ptr<HintReader> Core::hint_reader() {
   if (reader_stopped_) {
     throw StoreError(StoreErrc::closed, fmt::format("bucket '{}': store closed", bucket_));
   }
-  if (!reader_) reader_ = std::make_shared<HintReader>();
+  if (!reader_) reader_ = std::make_shared<HintReader>(*this);
   return reader_;
 }
 
