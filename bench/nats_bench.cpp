@@ -6,7 +6,8 @@
 //    marker, get, update (CAS with a revision the store handed out), update with a guard read
 //    (a revision the store never saw), erase (guarded delete);
 //  * watch notification latency: from just before update() on connection A to the notify
-//    callback of a watch on connection B;
+//    callback of a watch on connection B; the same for a key watch (watch_keys) of the key;
+//  * the cost of opening a key watch of 1 and of 8 keys (until its caught_up is polled);
 //  * list of 1000 keys;
 //  * sequential CAS throughput from one thread, and pipelined CAS throughput from T threads
 //    sharing the store's one connection (each thread CAS-es its own key).
@@ -124,6 +125,82 @@ void check(bool ok, const char* what) {
   }
 }
 
+// A notify callback a thread can wait on.
+struct Notified {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::uint64_t count = 0;
+  Clock::time_point last;
+  void notify() {
+    std::lock_guard lock(mu);
+    ++count;
+    last = Clock::now();
+    cv.notify_all();
+  }
+  std::uint64_t seen() {
+    std::lock_guard lock(mu);
+    return count;
+  }
+  bool wait_beyond(std::uint64_t seen) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, std::chrono::seconds(10), [&] { return count > seen; });
+  }
+};
+
+// From just before a.update() to the notify callback of b's key watch of that key.
+Stats key_watch_latency(NatsStore& a, NatsStore& b, const std::string& value, int n) {
+  auto notified = std::make_shared<Notified>();
+  etlc::WatchOptions wo;
+  wo.notify = [notified] { notified->notify(); };
+  wo.latest_only = true;
+  Revision rev = a.create("kw.k", value).revision;
+  auto watch = b.watch_keys(std::vector<std::string>{"kw.k"}, wo);
+  std::vector<etlc::WatchEvent> events;
+  std::vector<double> out;
+  for (int i = 0; i < n; ++i) {
+    events.clear();
+    const std::uint64_t before = notified->seen();
+    watch->poll(events, 1 << 20);
+    auto t0 = Clock::now();
+    auto r = a.update("kw.k", value, rev);
+    check(r.ok, "key-watched update");
+    rev = r.revision;
+    for (;;) {  // the notify that delivered this revision
+      if (!notified->wait_beyond(before)) check(false, "key watch event missing");
+      events.clear();
+      watch->poll(events, 1 << 20);
+      if (!events.empty() && events.back().revision == rev) break;
+    }
+    std::lock_guard lock(notified->mu);
+    out.push_back(micros(notified->last - t0));
+  }
+  return summarize(out);
+}
+
+// watch_keys of `keys` keys until its caught_up event is polled, `rounds` times.
+Stats key_watch_open(NatsStore& store, int keys, int rounds) {
+  std::vector<std::string> names;
+  for (int k = 0; k < keys; ++k) names.push_back("kwo.k" + std::to_string(k));
+  for (const auto& k : names) store.create(k, "v");
+  std::vector<double> out;
+  for (int i = 0; i < rounds; ++i) {
+    auto notified = std::make_shared<Notified>();
+    etlc::WatchOptions wo;
+    wo.notify = [notified] { notified->notify(); };
+    auto t0 = Clock::now();
+    auto watch = store.watch_keys(names, wo);
+    std::vector<etlc::WatchEvent> events;
+    while (events.empty() || events.back().kind != etlc::WatchEvent::Kind::caught_up) {
+      const std::uint64_t seen = notified->seen();
+      if (watch->poll(events, 1 << 20) == 0 && !notified->wait_beyond(seen)) {
+        check(false, "key watch never caught up");
+      }
+    }
+    out.push_back(micros(Clock::now() - t0));
+  }
+  return summarize(out);
+}
+
 void run(const std::string& topology, const std::vector<std::string>& servers, int replicas,
          const Args& args) {
   const std::string bucket = "bench_" + topology;
@@ -220,6 +297,11 @@ void run(const std::string& topology, const std::vector<std::string>& servers, i
     drain();
   }
 
+  watch.reset();
+  const Stats key_watch = key_watch_latency(a, b, value, n);
+  const Stats open1 = key_watch_open(b, 1, 200);
+  const Stats open8 = key_watch_open(b, 8, 200);
+
   // Sequential CAS throughput (one thread, one key).
   auto seq = a.create("t.seq", value);
   Revision srev = seq.revision;
@@ -239,6 +321,9 @@ void run(const std::string& topology, const std::vector<std::string>& servers, i
   row(topology, "update (CAS + guard read)", summarize(update_guarded));
   row(topology, "erase (guarded delete)", summarize(erase));
   row(topology, "watch notify (A update -> B callback)", summarize(watch_latency));
+  row(topology, "key watch notify (A update -> B callback)", key_watch);
+  row(topology, "open key watch, 1 key (until caught_up)", open1);
+  row(topology, "open key watch, 8 keys (until caught_up)", open8);
   row(topology, "list " + std::to_string(n) + " keys", summarize(list));
   std::printf("| %s | sequential CAS, 1 thread | %.0f ops/s | | |\n", topology.c_str(), seq_ops);
 

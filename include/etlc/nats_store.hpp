@@ -4,7 +4,7 @@
 // deployment, the bucket settings and what happens in each NATS failure; this header states the
 // contract.
 //
-// Mapping of the six primitives (see etlc/store.hpp):
+// Mapping of the primitives (see etlc/store.hpp):
 //  * create  publishes the value with "Nats-Expected-Last-Subject-Sequence: 0"; if the key's last
 //            message is a delete marker, it re-publishes guarded by that marker's revision (read
 //            from the stream leader unless the store already knows the marker). A key whose
@@ -38,6 +38,21 @@
 //            NatsStore writes names the revision it replaced; the watch compares that with the last
 //            revision it saw of the key and breaks (watch_broken) instead of continuing with a gap,
 //            unless WatchOptions::latest_only says the consumer keeps only the latest value.
+//  * watch_keys  no JetStream consumer (nats-server 2.9 gives a consumer one filter subject):
+//            one core NATS subscription per key on "$KV.<bucket>.<key>" as a change *hint* (the
+//            server forwards every publish there, stored or refused, possibly before the stream
+//            stored it), and on each hint a leader read of the key; an event only for a revision
+//            newer than the last the watch knows. Reads run on one thread per store shared by
+//            all its key watches, one read per key serving every watch of it; poll never does
+//            I/O. Open: subscribe, flush (the server has the interest), read each key (the
+//            snapshot), caught_up, then read each key again 100 ms and 2 s later (a write routed
+//            before the interest existed but stored after the snapshot read). A hint that
+//            names the revision it replaces is re-read with backoff while the key still shows
+//            that revision (the write may be in flight), and breaks the watch if it stays
+//            undecided for ~3 s. A skipped value (the read names a previous revision the watch
+//            never read) is read back by sequence when history > 1; otherwise the watch breaks
+//            unless latest_only. A disconnect or reconnect breaks every key watch (hints sent
+//            meanwhile are lost).
 //  * list    the same consumer until the snapshot is complete, then closed (not kvStore_Keys:
 //            nats.c 3.4.1 times out spuriously on large buckets).
 //  Revisions are the stream's sequence numbers: never 0, strictly increasing across all keys.
@@ -50,9 +65,10 @@
 //                     while waiting). The write may be applied later, e.g. from nats.c's reconnect
 //                     buffer after a reconnect: re-read before deciding.
 //  * watch_broken     a gap (above), the ordered consumer failed, the server stopped sending
-//                     heartbeats to it
-//                     (NATS_MISSED_HEARTBEAT) or reported a slow consumer, the pending queue hit
-//                     WatchOptions::max_pending, or the store was closed. Re-watch.
+//                     heartbeats to it (NATS_MISSED_HEARTBEAT) or reported a slow consumer, the
+//                     pending queue hit WatchOptions::max_pending, or the store was closed; key
+//                     watches also on a disconnect or reconnect, a read failing repeatedly, a
+//                     full read queue or a hinted write undecided for ~3 s. Re-watch.
 //  * invalid_argument key, prefix or value breaks the shared rules (checked before sending).
 //  * incompatible     at construction: JetStream is not enabled, the bucket exists with settings
 //                     that break the protocol (the message names the setting), or the startup
@@ -182,6 +198,15 @@ struct NatsStoreStats {
   std::uint64_t watches_broken = 0;  // watches this store broke (any reason)
   std::uint64_t guard_reads = 0;     // reads made before a write to rule out a delete marker
   std::uint64_t publishes = 0;       // write messages sent (a create may send two)
+  // Key watches (watch_keys): opened (returned to a caller), broken by the store (also counted
+  // in watches_broken), change hints received (core messages on a watched key's subject, one
+  // per publish, accepted or not), leader reads they made (snapshot, hints, confirmations,
+  // retries) and put/erase events they delivered (snapshot included, caught_up not).
+  std::uint64_t key_watches_opened = 0;
+  std::uint64_t key_watches_broken = 0;
+  std::uint64_t key_hints = 0;
+  std::uint64_t key_reads = 0;
+  std::uint64_t key_events = 0;
 };
 
 namespace nats_detail {

@@ -167,6 +167,17 @@ std::size_t subject_count(const std::vector<std::string>& servers, const std::st
   return n;
 }
 
+std::size_t consumer_count(const std::vector<std::string>& servers, const std::string& bucket) {
+  Conn c(servers);
+  jsStreamInfo* si = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  natsStatus s = js_GetStreamInfo(&si, c.js, ("KV_" + bucket).c_str(), nullptr, &jerr);
+  if (s != NATS_OK) throw std::runtime_error(std::string("stream info: ") + natsStatus_GetText(s));
+  const auto n = static_cast<std::size_t>(si->State.Consumers);
+  jsStreamInfo_Destroy(si);
+  return n;
+}
+
 void raw_put(const std::string& url, const std::string& bucket, const std::string& key,
              const std::string& value) {
   Conn c({url});

@@ -62,6 +62,9 @@ void raw_put(const std::string& url, const std::string& bucket, const std::strin
 std::size_t subject_count(const std::vector<std::string>& servers, const std::string& bucket,
                           const std::string& filter);
 
+// How many JetStream consumers the stream of bucket `bucket` has, as its stream info reports.
+std::size_t consumer_count(const std::vector<std::string>& servers, const std::string& bucket);
+
 // Purges `key` with nats.c's kvStore_Purge (a PURGE marker), as an operator tool would.
 void purge_key(const std::string& url, const std::string& bucket, const std::string& key);
 

@@ -15,7 +15,7 @@
 
 #include "etlc/clock.hpp"
 #include "log.hpp"
-#include "store/nats/nats_watch.hpp"
+#include "store/nats/hint_reader.hpp"
 
 namespace etlc::nats_detail {
 
@@ -76,6 +76,18 @@ std::string servers_text(const NatsStoreOptions& o) {
   return out;
 }
 
+std::optional<std::uint64_t> parse_header_u64(natsMsg* msg, std::string_view header) {
+  const char* text = nullptr;
+  if (natsMsgHeader_Get(msg, header.data(), &text) != NATS_OK || text == nullptr) {
+    return std::nullopt;
+  }
+  const char* end = text + std::strlen(text);
+  std::uint64_t v = 0;
+  auto [ptr, ec] = std::from_chars(text, end, v);
+  if (ec != std::errc() || ptr != end) return std::nullopt;
+  return v;
+}
+
 // Parses the N of nats-server's "wrong last sequence: N"; 0 if absent.
 std::uint64_t parse_last_sequence(std::string_view text) {
   constexpr std::string_view kMarker = "wrong last sequence: ";
@@ -125,6 +137,10 @@ void set_connection_options(natsOptions* raw, const NatsStoreOptions& o, const s
   // than sit in an 8 MB buffer and be applied long after the caller gave up on it.
   check(natsOptions_SetFailRequestsOnDisconnect(raw, true), "reconnect policy");
   check(natsOptions_SetReconnectBufSize(raw, 1), "reconnect policy");
+  // Key watches hold one core subscription per key. nats.c gives every asynchronous
+  // subscription a thread of its own unless delivery goes through the library's shared pool;
+  // their callbacks only queue a read, so the pool (one thread by default) serves them all.
+  check(natsOptions_UseGlobalMessageDelivery(raw, true), "message delivery");
 }
 
 // Credentials and TLS.
@@ -476,6 +492,10 @@ void Core::close() {
   MutexLock lock(close_mu_);
   if (closed_.exchange(true)) return;
   break_watches("the store was closed");
+  {
+    MutexLock reader_lock(reader_mu_);
+    reader_stopped_ = true;  // no key watch starts it again
+  }
   if (nc_ != nullptr) {
     natsConnection_Close(nc_);
     if (!events_->wait_closed(std::chrono::milliseconds(options_.op_timeout_ms))) {
@@ -483,10 +503,32 @@ void Core::close() {
                        options_.op_timeout_ms);
     }
   }
+  // After the connection: a read in flight on the reader thread fails at once instead of
+  // holding the join for op_timeout_ms.
+  stop_hint_reader();
   // nats.c may still deliver asynchronous errors (see connection_events.hpp): from here on they
   // find no events and do nothing.
   unregister_events(events_token_);
   events_token_ = nullptr;
+}
+
+std::shared_ptr<HintReader> Core::hint_reader() {
+  MutexLock lock(reader_mu_);
+  if (reader_stopped_) {
+    throw StoreError(StoreErrc::closed, fmt::format("bucket '{}': store closed", bucket_));
+  }
+  if (!reader_) reader_ = std::make_shared<HintReader>(*this);
+  return reader_;
+}
+
+void Core::stop_hint_reader() {
+  std::shared_ptr<HintReader> reader;
+  {
+    MutexLock lock(reader_mu_);
+    reader_stopped_ = true;
+    reader = std::move(reader_);
+  }
+  if (reader) reader->stop();
 }
 
 bool Core::connected() const {
@@ -504,6 +546,11 @@ NatsStoreStats Core::stats() const {
   s.watches_broken = watches_broken_.load();
   s.guard_reads = guard_reads_.load();
   s.publishes = publishes_.load();
+  s.key_watches_opened = key_counters_.opened.load();
+  s.key_watches_broken = key_counters_.broken.load();
+  s.key_hints = key_counters_.hints.load();
+  s.key_reads = key_counters_.reads.load();
+  s.key_events = key_counters_.events.load();
   return s;
 }
 
@@ -542,24 +589,46 @@ LastMessage Core::read_last(std::string_view key, std::string_view what) {
   // js_GetLastMsg uses $JS.API.STREAM.MSG.GET, which only the stream leader answers.
   natsStatus s = js_GetLastMsg(&raw, js_.get(), stream_.c_str(), subj.c_str(), &jo, &jerr);
   MsgPtr msg(raw);
-  LastMessage out;
-  if (s == NATS_NOT_FOUND || jerr == JSNoMessageFoundErr) return out;
+  if (s == NATS_NOT_FOUND || jerr == JSNoMessageFoundErr) return LastMessage{};
   if (s != NATS_OK) {
     throw_failure(NatsFailure::capture(s, jerr, redactor_), OpKind::read, what);
   }
+  return remember(key, msg.get());
+}
+
+LastMessage Core::read_sequence(std::string_view key, std::uint64_t sequence,
+                                std::string_view what) {
+  require_connected(what);
+  natsMsg* raw = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  jsOptions jo = request_options();
+  // STREAM.MSG.GET by sequence: the stream leader again.
+  natsStatus s = js_GetMsg(&raw, js_.get(), stream_.c_str(), sequence, &jo, &jerr);
+  MsgPtr msg(raw);
+  if (s == NATS_NOT_FOUND || jerr == JSNoMessageFoundErr) return LastMessage{};
+  if (s != NATS_OK) {
+    throw_failure(NatsFailure::capture(s, jerr, redactor_), OpKind::read, what);
+  }
+  const char* subj = natsMsg_GetSubject(msg.get());
+  if (subj == nullptr || subject(key) != subj) return LastMessage{};  // another key's message
+  return remember(key, msg.get());
+}
+
+LastMessage Core::remember(std::string_view key, natsMsg* msg) {
+  LastMessage out;
   out.exists = true;
-  out.revision = natsMsg_GetSequence(msg.get());
+  out.revision = natsMsg_GetSequence(msg);
   const char* op = nullptr;
-  if (natsMsgHeader_Get(msg.get(), kOperationHeader.data(), &op) == NATS_OK && op != nullptr) {
+  if (natsMsgHeader_Get(msg, kOperationHeader.data(), &op) == NATS_OK && op != nullptr) {
     out.tombstone = std::strcmp(op, "DEL") == 0 || std::strcmp(op, "PURGE") == 0;
   }
+  out.previous = parse_header_u64(msg, kExpectedLastSubjectSeqHeader);
   if (out.tombstone) {
     delete_markers_.insert(out.revision);
     marker_hints_.note(key, out.revision);
-  }
-  if (!out.tombstone) {
-    const char* data = natsMsg_GetData(msg.get());
-    int len = natsMsg_GetDataLength(msg.get());
+  } else {
+    const char* data = natsMsg_GetData(msg);
+    int len = natsMsg_GetDataLength(msg);
     if (data != nullptr && len > 0) out.value.assign(data, static_cast<std::size_t>(len));
     live_revisions_.insert(out.revision);
   }
@@ -637,37 +706,38 @@ Published Core::publish(std::string_view key, std::string_view value, std::uint6
   throw_failure(f, OpKind::write, what);
 }
 
-void Core::register_watch(const std::shared_ptr<WatchState>& state) {
+void Core::register_watch(const std::shared_ptr<RegisteredWatch>& state) {
   MutexLock lock(watches_mu_);
   watches_[state.get()] = state;
 }
 
-void Core::unregister_watch(const WatchState* state) {
+void Core::unregister_watch(const RegisteredWatch* state) {
   MutexLock lock(watches_mu_);
   watches_.erase(state);
 }
 
-void Core::break_watches(std::string_view reason) {
-  std::vector<std::shared_ptr<WatchState>> live;
-  {
-    MutexLock lock(watches_mu_);
-    for (auto& [ptr, weak] : watches_) {
-      if (auto state = weak.lock()) live.push_back(std::move(state));
-    }
+std::vector<std::shared_ptr<RegisteredWatch>> Core::live_watches() const {
+  std::vector<std::shared_ptr<RegisteredWatch>> live;
+  MutexLock lock(watches_mu_);
+  for (const auto& [ptr, weak] : watches_) {
+    if (auto state = weak.lock()) live.push_back(std::move(state));
   }
-  for (auto& state : live) state->fail(std::string(reason));
+  return live;
+}
+
+void Core::break_watches(std::string_view reason) {
+  for (auto& state : live_watches()) state->fail(std::string(reason));
+}
+
+void Core::break_disconnect_sensitive_watches(std::string_view reason) {
+  for (auto& state : live_watches()) {
+    if (state->breaks_on_disconnect()) state->fail(std::string(reason));
+  }
 }
 
 std::size_t Core::watcher_count() const {
-  std::vector<std::shared_ptr<WatchState>> live;
-  {
-    MutexLock lock(watches_mu_);
-    for (const auto& [ptr, weak] : watches_) {
-      if (auto state = weak.lock()) live.push_back(std::move(state));
-    }
-  }
   std::size_t n = 0;
-  for (auto& state : live) n += state->broken() ? 0 : 1;
+  for (auto& state : live_watches()) n += state->broken() ? 0 : 1;
   return n;
 }
 
@@ -679,6 +749,9 @@ void Core::on_disconnected(natsConnection*, void* closure) {
   auto core = ev->core.lock();
   if (core && !core->closed_.load()) {
     etlc::log().warn("nats: bucket '{}': disconnected, reconnecting", core->bucket_);
+    // Change hints published while we are away are lost for good.
+    core->break_disconnect_sensitive_watches(
+        "the NATS connection dropped: key watch hints may have been lost; re-watch");
   }
 }
 
@@ -688,6 +761,9 @@ void Core::on_reconnected(natsConnection*, void* closure) {
   ev->reconnects.fetch_add(1);
   if (auto core = ev->core.lock()) {
     etlc::log().info("nats: bucket '{}': reconnected", core->bucket_);
+    // Also here, in case a watch opened between the drop and its callback.
+    core->break_disconnect_sensitive_watches(
+        "the NATS connection was re-established: key watch hints may have been lost; re-watch");
   }
 }
 

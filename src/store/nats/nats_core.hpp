@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "etlc/clock.hpp"
 #include "etlc/detail/mutex.hpp"
@@ -26,7 +27,20 @@
 
 namespace etlc::nats_detail {
 
-class WatchState;
+class HintReader;
+
+// What the store's watch registry does with a watch of either kind (prefix or key watch).
+class RegisteredWatch {
+ public:
+  virtual ~RegisteredWatch() = default;
+  // Breaks the watch with `reason` (the first reason wins). Safe from any thread.
+  virtual void fail(std::string reason) = 0;
+  virtual bool broken() const = 0;
+  // True if a dropped connection may have lost the watch's events: key watches learn of
+  // changes from core NATS messages, which nobody replays after a reconnect. Prefix watches
+  // resume by themselves (nats.c re-creates the ordered consumer at the next sequence).
+  virtual bool breaks_on_disconnect() const = 0;
+};
 
 // The last message of a key's subject, read through the stream leader.
 struct LastMessage {
@@ -34,6 +48,9 @@ struct LastMessage {
   bool tombstone = false;  // that message is a DEL or PURGE marker
   std::uint64_t revision = 0;
   std::string value;
+  // The revision the writer expected to replace (its Nats-Expected-Last-Subject-Sequence
+  // header, which every NatsStore write carries); nullopt for foreign writes without it.
+  std::optional<std::uint64_t> previous;
 
   bool live() const { return exists && !tombstone; }
 };
@@ -68,6 +85,8 @@ class Core : public std::enable_shared_from_this<Core> {
   const std::string& stream() const { return stream_; }
   // "$KV.<bucket>.": the subject of key k is subject_prefix() + k.
   const std::string& subject_prefix() const { return subject_prefix_; }
+  // The connection, for core subscriptions (key watch hints). Valid for the Core's life.
+  natsConnection* connection() const { return nc_; }
   // JetStream request options with Wait = op_timeout_ms.
   jsOptions request_options() const;
   bool connected() const;
@@ -83,6 +102,9 @@ class Core : public std::enable_shared_from_this<Core> {
   void purge_subject(std::string_view key, std::string_view what);
   // One leader read of `key`'s last message. Read errors throw (unavailable/closed).
   LastMessage read_last(std::string_view key, std::string_view what);
+  // One leader read of the message at stream sequence `sequence`, if it is still stored and is
+  // a message of `key` (else exists == false). Read errors throw (unavailable/closed).
+  LastMessage read_sequence(std::string_view key, std::uint64_t sequence, std::string_view what);
   // The stream sequence of the last message whose subject matches `filter` (a subject with
   // wildcards, e.g. subject_prefix() + watch_filter(prefix)), or 0 if none. One leader read.
   std::uint64_t last_sequence_matching(const std::string& filter, std::string_view what);
@@ -100,12 +122,27 @@ class Core : public std::enable_shared_from_this<Core> {
   MarkerHints& marker_hints() { return marker_hints_; }
   void count_guard_read() { guard_reads_.fetch_add(1, std::memory_order_relaxed); }
   void count_broken_watch() { watches_broken_.fetch_add(1, std::memory_order_relaxed); }
+  // Key watch counters (NatsStoreStats).
+  struct KeyWatchCounters {
+    std::atomic<std::uint64_t> opened{0};
+    std::atomic<std::uint64_t> broken{0};
+    std::atomic<std::uint64_t> hints{0};
+    std::atomic<std::uint64_t> reads{0};
+    std::atomic<std::uint64_t> events{0};
+  };
+  KeyWatchCounters& key_watch_counters() { return key_counters_; }
+
+  // The reader thread shared by every key watch of this store, started on first use. Throws
+  // StoreError(closed) after close(), which stops it.
+  std::shared_ptr<HintReader> hint_reader() ETLC_EXCLUDES(reader_mu_);
 
   // The watch registry (weak references; a watch unregisters itself when destroyed).
-  void register_watch(const std::shared_ptr<WatchState>& state) ETLC_EXCLUDES(watches_mu_);
-  void unregister_watch(const WatchState* state) ETLC_EXCLUDES(watches_mu_);
-  // Fails every registered watch (WatchState::fail, which takes the watch's own lock).
+  void register_watch(const std::shared_ptr<RegisteredWatch>& state) ETLC_EXCLUDES(watches_mu_);
+  void unregister_watch(const RegisteredWatch* state) ETLC_EXCLUDES(watches_mu_);
+  // Fails every registered watch (RegisteredWatch::fail, which takes the watch's own lock).
   void break_watches(std::string_view reason) ETLC_EXCLUDES(watches_mu_);
+  // Fails the watches that a dropped connection may have made lose events (key watches).
+  void break_disconnect_sensitive_watches(std::string_view reason) ETLC_EXCLUDES(watches_mu_);
   std::size_t watcher_count() const ETLC_EXCLUDES(watches_mu_);
 
   // nats.c subject filter for a contract prefix: "" -> ">", "a.b." -> "a.b.>".
@@ -137,6 +174,10 @@ class Core : public std::enable_shared_from_this<Core> {
   Sent send_guarded(const std::string& subj, std::string_view value, const std::string& expected,
                     bool erase_marker, const std::string& msg_id, std::string_view what);
   std::string subject(std::string_view key) const;
+  // A message of `key` as LastMessage; notes its revision as live or as a delete marker.
+  LastMessage remember(std::string_view key, natsMsg* msg);
+  std::vector<std::shared_ptr<RegisteredWatch>> live_watches() const ETLC_EXCLUDES(watches_mu_);
+  void stop_hint_reader() ETLC_EXCLUDES(reader_mu_);
 
   static void on_disconnected(natsConnection* nc, void* closure);
   static void on_reconnected(natsConnection* nc, void* closure);
@@ -169,10 +210,16 @@ class Core : public std::enable_shared_from_this<Core> {
   std::atomic<std::uint64_t> guard_reads_{0};
   std::atomic<std::uint64_t> publishes_{0};
   std::atomic<std::uint64_t> watches_broken_{0};
+  KeyWatchCounters key_counters_;
 
   mutable Mutex watches_mu_;
-  std::unordered_map<const WatchState*, std::weak_ptr<WatchState>> watches_
+  std::unordered_map<const RegisteredWatch*, std::weak_ptr<RegisteredWatch>> watches_
       ETLC_GUARDED_BY(watches_mu_);
+
+  // Taken alone (never with another Core lock held).
+  Mutex reader_mu_;
+  std::shared_ptr<HintReader> reader_ ETLC_GUARDED_BY(reader_mu_);
+  bool reader_stopped_ ETLC_GUARDED_BY(reader_mu_) = false;
 };
 
 }  // namespace etlc::nats_detail

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "log.hpp"
+#include "store/nats/key_watch.hpp"
 #include "store/nats/nats_core.hpp"
 #include "store/nats/nats_watch.hpp"
 #include "store/nats/startup_wait.hpp"
@@ -26,6 +27,14 @@ std::string probe_prefix() {
   std::random_device rd;
   std::uint64_t nonce = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
   return fmt::format("_etlc_probe.{:016x}.", nonce);
+}
+
+void check_max_pending(const WatchOptions& options) {
+  if (options.max_pending == 0 || options.max_pending > kMaxWatchPending) {
+    throw StoreError(StoreErrc::invalid_argument,
+                     fmt::format("WatchOptions::max_pending must be in [1, {}], got {}",
+                                 kMaxWatchPending, options.max_pending));
+  }
 }
 
 enum class GuardedWrite : std::uint8_t { update, erase };
@@ -137,11 +146,7 @@ std::optional<Entry> NatsStore::get(std::string_view key) {
 
 std::unique_ptr<Watch> NatsStore::watch(std::string_view prefix, WatchOptions options) {
   validate_prefix(prefix);
-  if (options.max_pending == 0 || options.max_pending > kMaxWatchPending) {
-    throw StoreError(StoreErrc::invalid_argument,
-                     fmt::format("WatchOptions::max_pending must be in [1, {}], got {}",
-                                 kMaxWatchPending, options.max_pending));
-  }
+  check_max_pending(options);
   auto state =
       std::make_shared<nats_detail::WatchState>(core_, std::string(prefix), std::move(options));
   core_->register_watch(state);  // first, so a concurrent close() breaks it too
@@ -183,10 +188,11 @@ std::size_t NatsStore::watcher_count() const {
   return core_->watcher_count();
 }
 
-// PLACEHOLDER (branch keywatch only, never on main): replaced by the NATS key watch.
-std::unique_ptr<Watch> NatsStore::watch_keys(std::span<const std::string> keys, WatchOptions) {
+std::unique_ptr<Watch> NatsStore::watch_keys(std::span<const std::string> keys,
+                                             WatchOptions options) {
   validate_watch_keys(keys);
-  throw StoreError(StoreErrc::unavailable, "NATS key watches are not built yet");
+  check_max_pending(options);
+  return nats_detail::open_key_watch(core_, keys, std::move(options));
 }
 
 }  // namespace etlc

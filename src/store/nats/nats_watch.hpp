@@ -100,10 +100,10 @@ class KeyConsumer {
   bool stopped_ ETLC_GUARDED_BY(stop_mu_) = false;
 };
 
-class WatchState {
+class WatchState final : public RegisteredWatch {
  public:
   WatchState(std::shared_ptr<Core> core, std::string prefix, WatchOptions options);
-  ~WatchState();
+  ~WatchState() override;
   WatchState(const WatchState&) = delete;
   WatchState& operator=(const WatchState&) = delete;
 
@@ -113,8 +113,9 @@ class WatchState {
   std::size_t poll(std::vector<WatchEvent>& out, std::size_t max_events) ETLC_EXCLUDES(mu_);
   // Breaks the watch with `reason` (the first reason wins) and notifies the consumer. Safe from
   // any thread, any number of times.
-  void fail(std::string reason) ETLC_EXCLUDES(mu_);
-  bool broken() const ETLC_EXCLUDES(mu_);
+  void fail(std::string reason) override ETLC_EXCLUDES(mu_);
+  bool broken() const override ETLC_EXCLUDES(mu_);
+  bool breaks_on_disconnect() const override { return false; }
   // Stops the thread, waits for running notify callbacks, frees the consumer. After it returns
   // the notify callback never runs again. Idempotent. Called by the handle's and the state's
   // destructors, never concurrently with itself or start().
