@@ -131,10 +131,19 @@ Cell measure(const BackendOptions& bo, const StoreCostOptions& o, std::size_t me
 
 Result run_store_cost(const BackendOptions& bo, const StoreCostOptions& o) {
   Result res;
-  res.columns = {"members",  "splits",         "setup s",
-                 "writes/s", "heartbeat/s",    "expected/s",
-                 "other/s",  "leader watch/s", "standby watch/s", "worker watch/s p50",
-                 "max",      "expected",       "gets/s",
+  res.columns = {"members",
+                 "splits",
+                 "setup s",
+                 "writes/s",
+                 "heartbeat/s",
+                 "expected/s",
+                 "other/s",
+                 "leader watch/s",
+                 "standby watch/s",
+                 "worker watch/s p50",
+                 "max",
+                 "expected",
+                 "gets/s",
                  "cpu"};
   Json cells = Json::array();
   double worst_ratio = 0;
@@ -169,14 +178,13 @@ Result run_store_cost(const BackendOptions& bo, const StoreCostOptions& o) {
       j["watches_broken_in_window"] = c.watches_broken_in_window;
       cells.push_back(j);
       worst_ratio = std::max(worst_ratio, c.writes_per_s / c.expected_heartbeat_per_s);
-      res.rows.push_back({std::to_string(m), std::to_string(s), fmt_num(c.setup_s, 1),
-                          fmt_num(c.writes_per_s, 1), fmt_num(c.heartbeat_writes_per_s, 1),
-                          fmt_num(c.expected_heartbeat_per_s, 1), fmt_num(c.other_writes_per_s, 1),
-                          fmt_num(c.leader_watch_per_s, 1), fmt_num(c.standby_watch_per_s, 1),
-                          fmt_num(c.worker_watch_p50_per_s, 1),
-                          fmt_num(c.worker_watch_max_per_s, 1),
-                          fmt_num(c.expected_worker_watch_per_s, 1), fmt_num(c.gets_per_s, 1),
-                          fmt_num(c.cpu_utilisation, 2)});
+      res.rows.push_back(
+          {std::to_string(m), std::to_string(s), fmt_num(c.setup_s, 1), fmt_num(c.writes_per_s, 1),
+           fmt_num(c.heartbeat_writes_per_s, 1), fmt_num(c.expected_heartbeat_per_s, 1),
+           fmt_num(c.other_writes_per_s, 1), fmt_num(c.leader_watch_per_s, 1),
+           fmt_num(c.standby_watch_per_s, 1), fmt_num(c.worker_watch_p50_per_s, 1),
+           fmt_num(c.worker_watch_max_per_s, 1), fmt_num(c.expected_worker_watch_per_s, 1),
+           fmt_num(c.gets_per_s, 1), fmt_num(c.cpu_utilisation, 2)});
       if (c.claims_in_window > 0)
         res.notes.push_back(fmt::format("{} x {}: {} claims inside the window (not steady)", m, s,
                                         c.claims_in_window));
