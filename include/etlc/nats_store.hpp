@@ -126,6 +126,10 @@ struct NatsStoreOptions {
   std::int64_t connect_timeout_ms = 5000;
   // Bound on each request (get, each write, watch creation, list inactivity).
   std::int64_t op_timeout_ms = 5000;
+  // Creates of one create_many call published and not yet acknowledged at any moment
+  // (1..kMaxCreatesInFlight). More in flight hide more round trips; each costs a pending message
+  // in nats.c (its key and value) until its acknowledgement arrives.
+  std::size_t creates_in_flight = 256;
   // Pause between reconnect attempts, and how many attempts before the connection is closed for
   // good (-1: never give up). A store whose connection closed throws StoreError(closed).
   std::int64_t reconnect_wait_ms = 250;
@@ -153,6 +157,7 @@ struct NatsStoreOptions {
   static constexpr std::size_t kMaxBucketBytes = 200;
   static constexpr std::size_t kMaxServers = 64;
   static constexpr std::int64_t kMaxTimeoutMs = 600'000;
+  static constexpr std::size_t kMaxCreatesInFlight = 16384;
 
   // Throws ConfigError naming the first option that is invalid ("servers[1]", "replicas",
   // "tls.key_file", ...). Checks that files exist and are readable. Never includes a secret.
@@ -215,6 +220,8 @@ class NatsStore final : public KvStore {
   std::unique_ptr<Watch> watch_keys(std::span<const std::string> keys,
                                     WatchOptions options) override;
   std::vector<Entry> list(std::string_view prefix) override;
+  // Pipelined asynchronous publishes (see "create_many" above).
+  std::vector<CreateOutcome> create_many(std::span<const CreateRequest> requests) override;
 
   // Breaks every live watch of this store (poll returns what is queued, then throws
   // watch_broken) as a transport failure would; the store stays usable. For tests and for an
