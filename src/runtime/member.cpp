@@ -50,15 +50,9 @@ Member::Member(CoordinatorConfig config, std::shared_ptr<KvStore> store,
       worker_(ctx_, views_, held_, session_, liveness_, warn_) {
   held_.set_nonce(session_.nonce());
   if (!options_.plan_runner) options_.plan_runner = std::make_unique<InlinePlanRunner>();
-  if (!options_.bulk) options_.bulk = std::make_unique<InlineBulkExecutor>();
 }
 
 Member::~Member() = default;
-
-void Member::set_bulk_executor(std::unique_ptr<BulkExecutor> bulk) {
-  MutexLock lk(mu_);
-  options_.bulk = std::move(bulk);
-}
 
 void Member::set_plan_runner(std::unique_ptr<PlanRunner> runner) {
   MutexLock lk(mu_);
@@ -174,8 +168,8 @@ void Member::lead(TimePoint now) {
 
 void Member::become_leader(const Election& e, TimePoint now) {
   leadership_ = std::make_unique<Leadership>(
-      ctx_, Leadership::Deps{views_, *options_.plan_runner, *options_.bulk, planner_, publishes_},
-      session_.nonce(), e.term, e.leader_rev, now);
+      ctx_, Leadership::Deps{views_, *options_.plan_runner, planner_, publishes_}, session_.nonce(),
+      e.term, e.leader_rev, now);
   held_.set_leader(true);
   metrics_.set_leader(true);
   log().info("etlc: {}: elected leader for term {}", instance_, e.term);

@@ -7,8 +7,8 @@ namespace etlc {
 namespace {
 constexpr std::array<double, 14> kOpBuckets = {
     0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0};
-constexpr std::array<const char*, 6> kOpNames = {"create", "update", "erase",
-                                                 "get",    "watch",  "list"};
+constexpr std::array<const char*, 7> kOpNames = {"create", "update", "erase",      "get",
+                                                 "watch",  "list",   "create_many"};
 constexpr std::array<const char*, 3> kResultNames = {"ok", "conflict", "error"};
 }  // namespace
 
@@ -63,6 +63,14 @@ std::unique_ptr<Watch> MeteredStore::watch(std::string_view prefix, WatchOptions
 }
 std::vector<Entry> MeteredStore::list(std::string_view prefix) {
   return timed(kList, [&] { return KvStoreWrapper::list(prefix); });
+}
+std::vector<CreateOutcome> MeteredStore::create_many(std::span<const CreateRequest> requests) {
+  std::vector<CreateOutcome> out =
+      timed(kCreateMany, [&] { return KvStoreWrapper::create_many(requests); });
+  for (const CreateOutcome& o : out) {
+    count_[kCreate][o.error ? kError : (o.result.ok ? kOk : kConflict)]->inc();
+  }
+  return out;
 }
 
 }  // namespace etlc

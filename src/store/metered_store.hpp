@@ -6,6 +6,8 @@
 
 #include <array>
 #include <memory>
+#include <span>
+#include <vector>
 
 #include "etlc/clock.hpp"
 #include "etlc/kv_store_wrapper.hpp"
@@ -25,9 +27,13 @@ class MeteredStore final : public KvStoreWrapper {
   std::optional<Entry> get(std::string_view key) override;
   std::unique_ptr<Watch> watch(std::string_view prefix, WatchOptions options) override;
   std::vector<Entry> list(std::string_view prefix) override;
+  // Forwarded as one batch (the backend's pipelining is kept): the call is timed as op
+  // "create_many" and counted as one create_many; each request's outcome is counted as one
+  // create (ok, conflict, or error for an unavailable or unknown outcome).
+  std::vector<CreateOutcome> create_many(std::span<const CreateRequest> requests) override;
 
  private:
-  enum Op : std::size_t { kCreate, kUpdate, kErase, kGet, kWatch, kList, kOps };
+  enum Op : std::size_t { kCreate, kUpdate, kErase, kGet, kWatch, kList, kCreateMany, kOps };
   enum Result : std::size_t { kOk, kConflict, kError, kResults };
   template <typename Fn>
   auto timed(Op op, Fn&& fn) -> decltype(fn());

@@ -24,6 +24,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -90,6 +91,11 @@ class SimStore final : public KvStoreWrapper {
   std::optional<Entry> get(std::string_view key) override;
   std::unique_ptr<Watch> watch(std::string_view prefix, WatchOptions options) override;
   std::vector<Entry> list(std::string_view prefix) override;
+  // One create after the other through create() above (KvStore's default), so every request of a
+  // batch meets the faults, the crash point and the recording a single create meets, in order.
+  std::vector<CreateOutcome> create_many(std::span<const CreateRequest> requests) override {
+    return KvStore::create_many(requests);
+  }
 
   StoreFaults faults;
 
