@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -75,6 +76,9 @@ class CountingStore final : public KvStoreWrapper {
   std::optional<Entry> get(std::string_view key) override;
   std::unique_ptr<Watch> watch(std::string_view prefix, WatchOptions options) override;
   std::vector<Entry> list(std::string_view prefix) override;
+  // Forwarded as one batch (the backend's pipelining is kept); each request counts as a create
+  // (an error outcome as a create that did not take effect) and is traced with the batch's span.
+  std::vector<CreateOutcome> create_many(std::span<const CreateRequest> requests) override;
 
   StoreCounts counts() const;
 

@@ -4,7 +4,7 @@
 // deployment, the bucket settings and what happens in each NATS failure; this header states the
 // contract.
 //
-// Mapping of the six primitives (see etlc/store.hpp):
+// Mapping of the primitives (see etlc/store.hpp):
 //  * create  publishes the value with "Nats-Expected-Last-Subject-Sequence: 0"; if the key's last
 //            message is a delete marker, it re-publishes guarded by that marker's revision (read
 //            from the stream leader unless the store already knows the marker). A key whose
@@ -40,6 +40,16 @@
 //            unless WatchOptions::latest_only says the consumer keeps only the latest value.
 //  * list    the same consumer until the snapshot is complete, then closed (not kvStore_Keys:
 //            nats.c 3.4.1 times out spuriously on large buckets).
+//  * create_many  asynchronous publishes (js_PublishMsgAsync) on a JetStream context of the call's
+//            own, at most NatsStoreOptions::creates_in_flight unacknowledged; each request's first
+//            message is the one create sends (same guard, same headers). An acknowledgement with
+//            a sequence is a create at that revision; a lost guard (the key has a live value or
+//            a delete marker, a duplicate id) finishes as create does after such an answer, one
+//            request after the other once the pipeline is drained; a failed or missing
+//            acknowledgement (op_timeout_ms) is the error create would throw (unknown_outcome
+//            when it may apply). After the first such failure, or while disconnected, nothing
+//            more is sent: the rest are unavailable. Repeats of a key run after its first request
+//            as single creates.
 //  Revisions are the stream's sequence numbers: never 0, strictly increasing across all keys.
 //
 // Errors (StoreError codes):
