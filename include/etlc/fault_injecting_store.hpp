@@ -9,15 +9,26 @@
 // returns its answers unchanged (the conformance suite runs against it to prove that).
 //
 // Faults, armed by test code:
-//  * fail_next(n, code): the next n operations (any of the six KvStore calls) throw
-//    StoreError(code) without reaching the inner store.
+//  * fail_next(n, code): the next n operations (any KvStore call; each request of a create_many
+//    batch counts as one operation) throw StoreError(code) without reaching the inner store.
 //  * unknown_outcome_next(n, apply): the next n writes (create, update, erase) throw
 //    StoreError(unknown_outcome). With apply == true the write first reaches the inner store (it
-//    "landed", whatever its result); with apply == false it does not.
+//    "landed", whatever its result); with apply == false it does not. Each request of a
+//    create_many batch counts as one write.
 //    A pending fail_next is consumed before a pending unknown_outcome_next. Calls with invalid
 //    arguments throw invalid_argument and consume no fault.
-//  * Watches created through the decorator can be held back (hold_watch_events), released in
-//    steps (release_held) and broken (break_watches).
+//  * Watches created through the decorator, prefix and key watches alike, can be held back
+//    (hold_watch_events), released in steps (release_held) and broken (break_watches).
+//
+// create_many: a batch takes one armed fault per request, in request order, as that many single
+// creates would, and reports it in the request's outcome: a failed request (fail_next with
+// unavailable or unknown_outcome, or a dropped unknown outcome) is not sent; an applied unknown
+// outcome is sent and its answer replaced by unknown_outcome. Every request still to be sent
+// goes to the inner store in ONE create_many call, in request order, so the inner store's
+// pipelining is kept (a batch is not turned into single creates). A fail_next armed with any
+// other code (closed, incompatible, ...) is what a single call would throw: it takes one fault
+// and the whole batch throws it before anything is sent. Each request is one op-log record of
+// kind create_many.
 //
 // Determinism: there are no internal threads, timers or random draws. Given the same sequence of
 // calls from one thread (and a deterministic inner store such as MemoryStore), the results, the
@@ -38,6 +49,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -53,8 +65,17 @@ namespace detail {
 struct FaultWatchControl;
 }  // namespace detail
 
-enum class OpKind : std::uint8_t { create, update, erase, get, watch, list };
-inline constexpr std::size_t kOpKindCount = 6;
+enum class OpKind : std::uint8_t {
+  create,
+  update,
+  erase,
+  get,
+  watch,
+  list,
+  watch_keys,
+  create_many
+};
+inline constexpr std::size_t kOpKindCount = 8;
 std::string_view to_string(OpKind kind) noexcept;
 
 // What the caller of an operation saw.
@@ -69,7 +90,9 @@ std::string_view to_string(OpOutcome outcome) noexcept;
 struct OpRecord {
   std::uint64_t seq = 0;  // 1-based order in which operations entered the decorator
   OpKind kind = OpKind::get;
-  std::string key;  // the key, or the prefix for watch and list
+  // The key (of a create_many request too), the prefix for watch and list, the keys joined by
+  // ',' for watch_keys.
+  std::string key;
   OpOutcome outcome = OpOutcome::ok;
   StoreErrc error = StoreErrc::unavailable;  // meaningful only when outcome == error
   // ok/landed write: the revision it created; conflict: the revision the inner store reported;
@@ -107,6 +130,12 @@ class FaultInjectingStore final : public KvStoreWrapper {
   std::unique_ptr<Watch> watch(std::string_view prefix, WatchOptions options) override
       ETLC_EXCLUDES(mu_);
   std::vector<Entry> list(std::string_view prefix) override ETLC_EXCLUDES(mu_);
+  // A key watch, with the same holding and breaking as a prefix watch.
+  std::unique_ptr<Watch> watch_keys(std::span<const std::string> keys,
+                                    WatchOptions options) override ETLC_EXCLUDES(mu_);
+  // Faults per request (see the top of this file); one inner create_many for the rest.
+  std::vector<CreateOutcome> create_many(std::span<const CreateRequest> requests) override
+      ETLC_EXCLUDES(mu_);
 
   // --- faults -----------------------------------------------------------------------------------
 
@@ -172,6 +201,19 @@ class FaultInjectingStore final : public KvStoreWrapper {
                                          Call&& call);
   WriteResult write_op(OpKind kind, std::string_view key, const std::function<void()>& validate,
                        const std::function<WriteResult()>& call) ETLC_EXCLUDES(mu_);
+  // Wraps an inner watch opened by `open` (given the options to pass on) in a FaultWatch and
+  // registers it; `what` names the watch in records and errors.
+  std::unique_ptr<Watch> open_watch(std::uint64_t seq, OpKind kind, const std::string& what,
+                                    WatchOptions options,
+                                    const std::function<std::unique_ptr<Watch>(WatchOptions)>& open)
+      ETLC_EXCLUDES(mu_);
+  // Takes the armed faults of a batch of `n` requests, one per request in order; throws (and
+  // records) a fail_next code that cannot be a request's outcome.
+  std::vector<Fault> take_batch_faults(std::uint64_t seq, std::size_t n) ETLC_EXCLUDES(mu_);
+  // A batch request's outcome and op-log record; `answer` is the inner store's, null when the
+  // request was not sent.
+  CreateOutcome settle_request(std::uint64_t seq, std::string_view key, const Fault& fault,
+                               const CreateOutcome* answer) ETLC_EXCLUDES(mu_);
   void record(OpRecord rec) ETLC_EXCLUDES(mu_);
   void record_error(std::uint64_t seq, OpKind kind, std::string_view key, StoreErrc code,
                     bool injected) ETLC_EXCLUDES(mu_);

@@ -13,7 +13,11 @@
 
 #include <algorithm>
 #include <exception>
+#include <optional>
+#include <span>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -23,14 +27,12 @@ namespace detail {
 
 struct FaultWatchControl {
   FaultWatchControl(std::shared_ptr<const std::function<void()>> notify_fn,
-                    std::size_t max_pending_events, std::string watched_prefix)
-      : notify(std::move(notify_fn)),
-        max_pending(max_pending_events),
-        prefix(std::move(watched_prefix)) {}
+                    std::size_t max_pending_events, std::string watched)
+      : notify(std::move(notify_fn)), max_pending(max_pending_events), what(std::move(watched)) {}
 
   const std::shared_ptr<const std::function<void()>> notify;  // never null; may hold an empty fn
   const std::size_t max_pending;
-  const std::string prefix;
+  const std::string what;  // names the watch in errors: "'<prefix>'" or "the keys '<k>,...'"
 
   Mutex mu;
   CondVar idle;                                      // signalled when notifies_in_flight drops to 0
@@ -91,7 +93,7 @@ class FaultWatch final : public Watch {
     MutexLock lock(c.mu);
     if (c.broken) {
       throw StoreError(StoreErrc::watch_broken,
-                       fmt::format("watch of '{}' was broken by FaultInjectingStore", c.prefix));
+                       fmt::format("watch of {} was broken by FaultInjectingStore", c.what));
     }
     if (!c.ready.empty()) {
       std::size_t n = 0;
@@ -136,6 +138,10 @@ std::string_view to_string(OpKind kind) noexcept {
       return "watch";
     case OpKind::list:
       return "list";
+    case OpKind::watch_keys:
+      return "watch_keys";
+    case OpKind::create_many:
+      return "create_many";
   }
   return "unknown";
 }
@@ -314,9 +320,33 @@ std::unique_ptr<Watch> FaultInjectingStore::watch(std::string_view prefix, Watch
   Fault fault;
   const std::uint64_t seq = admit(
       OpKind::watch, prefix, /*is_write=*/false, [&] { validate_prefix(prefix); }, fault);
+  return open_watch(
+      seq, OpKind::watch, std::string(prefix), std::move(options),
+      [&](WatchOptions inner) { return KvStoreWrapper::watch(prefix, std::move(inner)); });
+}
+
+std::unique_ptr<Watch> FaultInjectingStore::watch_keys(std::span<const std::string> keys,
+                                                       WatchOptions options) {
+  std::string joined;
+  for (const std::string& k : keys) {
+    if (!joined.empty()) joined += ',';
+    joined += k;
+  }
+  Fault fault;
+  const std::uint64_t seq = admit(
+      OpKind::watch_keys, joined, /*is_write=*/false, [&] { validate_watch_keys(keys); }, fault);
+  return open_watch(seq, OpKind::watch_keys, joined, std::move(options), [&](WatchOptions inner) {
+    return KvStoreWrapper::watch_keys(keys, std::move(inner));
+  });
+}
+
+std::unique_ptr<Watch> FaultInjectingStore::open_watch(
+    std::uint64_t seq, OpKind kind, const std::string& what, WatchOptions options,
+    const std::function<std::unique_ptr<Watch>(WatchOptions)>& open) {
   auto notify = std::make_shared<const std::function<void()>>(std::move(options.notify));
-  auto control =
-      std::make_shared<FaultWatchControl>(notify, options.max_pending, std::string(prefix));
+  auto control = std::make_shared<FaultWatchControl>(
+      notify, options.max_pending,
+      kind == OpKind::watch ? fmt::format("'{}'", what) : fmt::format("the keys '{}'", what));
   WatchOptions inner_options;
   inner_options.max_pending = options.max_pending;
   inner_options.latest_only = options.latest_only;
@@ -328,9 +358,8 @@ std::unique_ptr<Watch> FaultInjectingStore::watch(std::string_view prefix, Watch
       if (auto c = weak.lock()) notify_control(*c);
     };
   }
-  std::unique_ptr<Watch> inner = call_inner(seq, OpKind::watch, prefix, [&] {
-    return KvStoreWrapper::watch(prefix, std::move(inner_options));
-  });
+  std::unique_ptr<Watch> inner =
+      call_inner(seq, kind, what, [&] { return open(std::move(inner_options)); });
   {
     MutexLock lock(mu_);
     // Under mu_ together with the registration, so a concurrent hold_watch_events either sees
@@ -346,10 +375,117 @@ std::unique_ptr<Watch> FaultInjectingStore::watch(std::string_view prefix, Watch
   }
   OpRecord rec;
   rec.seq = seq;
-  rec.kind = OpKind::watch;
-  rec.key = std::string(prefix);
+  rec.kind = kind;
+  rec.key = what;
   record(std::move(rec));
   return std::make_unique<FaultWatch>(std::move(control));
+}
+
+// --- create_many ------------------------------------------------------------------------------
+
+std::vector<FaultInjectingStore::Fault> FaultInjectingStore::take_batch_faults(std::uint64_t seq,
+                                                                               std::size_t n) {
+  std::vector<Fault> faults(n);
+  std::optional<StoreErrc> whole;
+  {
+    MutexLock lock(mu_);
+    const bool per_request =
+        fail_code_ == StoreErrc::unavailable || fail_code_ == StoreErrc::unknown_outcome;
+    if (fail_pending_ > 0 && !per_request) {
+      --fail_pending_;
+      whole = fail_code_;
+    } else {
+      for (Fault& f : faults) {
+        if (fail_pending_ > 0) {
+          --fail_pending_;
+          f = Fault{FaultKind::fail, fail_code_};
+        } else if (unknown_pending_ > 0) {
+          --unknown_pending_;
+          f = Fault{unknown_apply_ ? FaultKind::unknown_apply : FaultKind::unknown_drop,
+                    StoreErrc::unknown_outcome};
+        } else {
+          break;
+        }
+      }
+    }
+  }
+  if (whole) {
+    record_error(seq, OpKind::create_many, "", *whole, true);
+    throw StoreError(*whole, injected_message(OpKind::create_many, "a batch"));
+  }
+  return faults;
+}
+
+std::vector<CreateOutcome> FaultInjectingStore::create_many(
+    std::span<const CreateRequest> requests) {
+  std::uint64_t seq = 0;
+  {
+    MutexLock lock(mu_);
+    ++counts_[static_cast<std::size_t>(OpKind::create_many)];
+    seq = next_seq_;
+    next_seq_ += std::max<std::size_t>(requests.size(), 1);  // one seq per request
+  }
+  try {
+    validate_create_batch(requests);
+  } catch (const StoreError& e) {
+    record_error(seq, OpKind::create_many, "", e.code(), false);
+    throw;
+  }
+  if (requests.empty()) return {};  // sends nothing, takes no fault
+  const std::vector<Fault> faults = take_batch_faults(seq, requests.size());
+  const auto sent_to_inner = [&](std::size_t i) {
+    return faults[i].kind == FaultKind::none || faults[i].kind == FaultKind::unknown_apply;
+  };
+  std::vector<CreateRequest> sent;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    if (sent_to_inner(i)) sent.push_back(requests[i]);
+  }
+  std::vector<CreateOutcome> answers;
+  if (!sent.empty()) {
+    answers =
+        call_inner(seq, OpKind::create_many, "", [&] { return KvStoreWrapper::create_many(sent); });
+  }
+  if (answers.size() != sent.size()) {
+    throw StoreError(StoreErrc::incompatible,
+                     fmt::format("the inner store answered {} of {} creates of a batch",
+                                 answers.size(), sent.size()));
+  }
+  std::vector<CreateOutcome> out(requests.size());
+  for (std::size_t i = 0, next = 0; i < requests.size(); ++i) {
+    const CreateOutcome* answer = sent_to_inner(i) ? &answers[next++] : nullptr;
+    out[i] = settle_request(seq + i, requests[i].key, faults[i], answer);
+  }
+  return out;
+}
+
+CreateOutcome FaultInjectingStore::settle_request(std::uint64_t seq, std::string_view key,
+                                                  const Fault& fault, const CreateOutcome* answer) {
+  OpRecord rec;
+  rec.seq = seq;
+  rec.kind = OpKind::create_many;
+  rec.key = std::string(key);
+  CreateOutcome out;
+  if (answer == nullptr) {  // failed or dropped before it was sent
+    out.error = fault.code;
+    rec.injected = true;
+  } else if (fault.kind == FaultKind::unknown_apply) {  // sent; its answer is lost
+    out.error = StoreErrc::unknown_outcome;
+    rec.injected = true;
+    rec.revision = answer->result.revision;
+    rec.landed = !answer->error && answer->result.ok;
+  } else {
+    out = *answer;
+    rec.revision = answer->result.revision;
+    rec.landed = !answer->error && answer->result.ok;
+  }
+  if (out.error) {
+    rec.outcome = OpOutcome::error;
+    rec.error = *out.error;
+  } else {
+    rec.outcome = out.result.ok ? OpOutcome::ok : OpOutcome::conflict;
+  }
+  record(std::move(rec));
+  return out;
 }
 
 // --- faults -----------------------------------------------------------------------------------

@@ -432,8 +432,8 @@ std::unique_ptr<Watch> MemoryStoreCore::watch_keys(std::span<const std::string> 
     for (const std::string& key : sorted) {
       auto it = live_.find(key);
       if (fits && it != live_.end()) {
-        fits = enqueue_locked(*state, WatchEvent{WatchEvent::Kind::put, it->first,
-                                                 it->second.value, it->second.revision});
+        fits = enqueue_locked(*state, WatchEvent{WatchEvent::Kind::put, it->first, it->second.value,
+                                                 it->second.revision});
       }
     }
     if (fits) fits = enqueue_locked(*state, WatchEvent{WatchEvent::Kind::caught_up, {}, {}, 0});

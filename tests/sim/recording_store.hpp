@@ -7,6 +7,8 @@
 #pragma once
 
 #include <memory>
+#include <span>
+#include <vector>
 
 #include "etlc/kv_store_wrapper.hpp"
 #include "etlc/memory_store.hpp"
@@ -34,7 +36,17 @@ class RecordingStore final : public KvStoreWrapper {
     history_.on_write(OpKind::erase, key, {}, r, context);
     return r;
   }
-  // get, watch and list pass through unrecorded (KvStoreWrapper).
+  // Each request of a batch is recorded as the create it is, in request order.
+  std::vector<CreateOutcome> create_many(std::span<const CreateRequest> requests) override {
+    std::vector<CreateOutcome> out = KvStoreWrapper::create_many(requests);
+    for (std::size_t i = 0; i < out.size() && i < requests.size(); ++i) {
+      if (!out[i].error)
+        history_.on_write(OpKind::create, requests[i].key, requests[i].value, out[i].result,
+                          context);
+    }
+    return out;
+  }
+  // get, watch, watch_keys and list pass through unrecorded (KvStoreWrapper).
 
   // Who is writing (set by the SimStore before each write it forwards).
   Writer context;

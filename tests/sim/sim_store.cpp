@@ -1,9 +1,14 @@
 #include "sim_store.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <limits>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
 
 namespace etlc::sim {
 
@@ -208,6 +213,24 @@ std::vector<Entry> SimStore::list(std::string_view prefix) {
 std::unique_ptr<Watch> SimStore::watch(std::string_view prefix, WatchOptions options) {
   if (admit(OpKind::watch, prefix)) after_crash_point(OpKind::watch, prefix);
   if (faults.op_fail > 0 && env_.rng->chance(faults.op_fail)) fis_.fail_next(1);
+  return open_watch(fmt::format("watch {}", prefix), options, [&](WatchOptions inner) {
+    return KvStoreWrapper::watch(prefix, std::move(inner));
+  });
+}
+
+std::unique_ptr<Watch> SimStore::watch_keys(std::span<const std::string> keys,
+                                            WatchOptions options) {
+  validate_watch_keys(keys);  // a caller bug is no operation: it takes no fault
+  if (admit(OpKind::watch_keys, keys.front())) after_crash_point(OpKind::watch_keys, keys.front());
+  if (faults.op_fail > 0 && env_.rng->chance(faults.op_fail)) fis_.fail_next(1);
+  return open_watch(
+      fmt::format("watch_keys {}", fmt::join(keys, ",")), options,
+      [&](WatchOptions inner) { return KvStoreWrapper::watch_keys(keys, std::move(inner)); });
+}
+
+std::unique_ptr<Watch> SimStore::open_watch(
+    const std::string& what, const WatchOptions& options,
+    const std::function<std::unique_ptr<Watch>(WatchOptions)>& open) {
   auto core = std::make_shared<SimWatchCore>();
   WatchOptions inner_opts;
   inner_opts.max_pending = options.max_pending;
@@ -219,8 +242,8 @@ std::unique_ptr<Watch> SimStore::watch(std::string_view prefix, WatchOptions opt
     if (auto d = dirty.lock()) *d = true;
     if (auto a = any.lock()) *a = true;
   };
-  core->inner = KvStoreWrapper::watch(prefix, std::move(inner_opts));
-  env_.trace->add(env_.time->now(), TraceKind::note, inc_, fmt::format("watch {}", prefix));
+  core->inner = open(std::move(inner_opts));
+  env_.trace->add(env_.time->now(), TraceKind::note, inc_, what);
   watches_.erase(std::remove_if(watches_.begin(), watches_.end(),
                                 [](const std::weak_ptr<SimWatchCore>& w) { return w.expired(); }),
                  watches_.end());
@@ -229,6 +252,83 @@ std::unique_ptr<Watch> SimStore::watch(std::string_view prefix, WatchOptions opt
   *any_dirty_ = true;  // the snapshot
   pump();
   return handle;
+}
+
+// --- create_many ------------------------------------------------------------------------------
+
+bool SimStore::draw_batch_fault(const CreateRequest& request, std::optional<StoreErrc>& error) {
+  constexpr auto kKind = static_cast<std::int64_t>(OpKind::create_many);
+  error.reset();
+  const double roll = faults.op_fail + faults.op_unknown > 0 ? env_.rng->unit() : 1.0;
+  const VirtualNs now = env_.time->now();
+  if (roll < faults.op_fail) {
+    env_.trace->add(now, TraceKind::write_err, inc_, request.key, kKind,
+                    static_cast<std::int64_t>(StoreErrc::unavailable));
+    error = StoreErrc::unavailable;
+    return false;
+  }
+  if (roll >= faults.op_fail + faults.op_unknown) return true;
+  error = StoreErrc::unknown_outcome;
+  const std::uint64_t mode = env_.rng->below(3);
+  if (mode == 2) {
+    LateWrite lw;
+    lw.at = now + env_.rng->range(1, env_.late_max);
+    lw.kind = OpKind::create;
+    lw.key = std::string(request.key);
+    lw.value = std::string(request.value);
+    lw.writer = rec_->context;
+    lw.store = rec_;
+    env_.trace->add(now, TraceKind::write_err, inc_, request.key, kKind, kErrUnknownLate);
+    env_.schedule_late(std::move(lw));
+    return false;
+  }
+  env_.trace->add(now, TraceKind::write_err, inc_, request.key, kKind,
+                  mode == 1 ? kErrUnknownApplied : kErrUnknownDropped);
+  return mode == 1;  // applied: sent, its answer lost
+}
+
+std::vector<CreateOutcome> SimStore::crash_in_batch(std::span<const CreateRequest> requests) {
+  const std::size_t landed = env_.rng->below(requests.size() + 1);
+  if (landed > 0) KvStoreWrapper::create_many(requests.first(landed));
+  faults.dead = true;
+  faults.crash_hit = true;
+  env_.trace->add(env_.time->now(), TraceKind::fault, inc_,
+                  fmt::format("crash-point-after {} of a batch of {}", landed, requests.size()),
+                  static_cast<std::int64_t>(OpKind::create_many), 0);
+  return std::vector<CreateOutcome>(requests.size(),
+                                    CreateOutcome{WriteResult{}, StoreErrc::unavailable});
+}
+
+std::vector<CreateOutcome> SimStore::create_many(std::span<const CreateRequest> requests) {
+  validate_create_batch(requests);
+  if (requests.empty()) return {};
+  ++activity_;
+  const VirtualNs now = env_.time->now();
+  if (faults.dead || now < faults.partition_until) {  // nothing reaches the store
+    env_.trace->add(now, TraceKind::write_err, inc_, requests.front().key,
+                    static_cast<std::int64_t>(OpKind::create_many),
+                    faults.dead ? kErrCrashed : static_cast<std::int64_t>(StoreErrc::unavailable));
+    return std::vector<CreateOutcome>(requests.size(),
+                                      CreateOutcome{WriteResult{}, StoreErrc::unavailable});
+  }
+  rec_->context = writer();
+  if (faults.crash_after > 0 && --faults.crash_after == 0) return crash_in_batch(requests);
+  std::vector<CreateOutcome> out(requests.size());
+  std::vector<CreateRequest> sent;
+  std::vector<std::size_t> where;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    if (draw_batch_fault(requests[i], out[i].error)) {
+      sent.push_back(requests[i]);
+      where.push_back(i);
+    }
+  }
+  if (sent.empty()) return out;
+  const std::vector<CreateOutcome> answers = KvStoreWrapper::create_many(sent);
+  for (std::size_t j = 0; j < answers.size() && j < where.size(); ++j) {
+    CreateOutcome& o = out[where[j]];
+    if (!o.error) o = answers[j];  // an applied unknown outcome keeps its error
+  }
+  return out;
 }
 
 VirtualNs SimStore::watch_delay() {

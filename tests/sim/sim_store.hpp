@@ -12,9 +12,14 @@
 //  * a crash point: after the k-th next operation (which still lands) the process is dead and
 //    every later operation fails; the World abandons the member when its current call returns;
 //  * stale point reads: served from the key's history, up to History::kMaxStaleNs old;
-//  * watch delivery: each event is delivered after a random delay, preserving per-key order and
-//    the snapshot/caught_up barrier but reordering events across keys; delays grow during a
-//    "slow watch" episode; watches can be broken (dropped connection: undelivered events lost).
+//  * watch delivery (prefix and key watches alike): each event is delivered after a random
+//    delay, preserving per-key order and the snapshot/caught_up barrier but reordering events
+//    across keys; delays grow during a "slow watch" episode; watches can be broken (dropped
+//    connection: undelivered events lost).
+//  * create_many: the same faults drawn per request, in request order (unavailable: not sent;
+//    unknown outcome: dropped, applied, or landing late); the requests still to send reach the
+//    store as one batch. A partition or a dead process fails every request (unavailable); a crash
+//    point inside a batch lets a drawn prefix of it land, then the process is dead.
 //
 // Watch events are pulled from the store after every simulated action (so their delay counts
 // from when they were written), buffered here, and handed to the member's poll() once due.
@@ -24,6 +29,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -91,11 +97,9 @@ class SimStore final : public KvStoreWrapper {
   std::optional<Entry> get(std::string_view key) override;
   std::unique_ptr<Watch> watch(std::string_view prefix, WatchOptions options) override;
   std::vector<Entry> list(std::string_view prefix) override;
-  // One create after the other through create() above (KvStore's default), so every request of a
-  // batch meets the faults, the crash point and the recording a single create meets, in order.
-  std::vector<CreateOutcome> create_many(std::span<const CreateRequest> requests) override {
-    return KvStore::create_many(requests);
-  }
+  std::unique_ptr<Watch> watch_keys(std::span<const std::string> keys,
+                                    WatchOptions options) override;
+  std::vector<CreateOutcome> create_many(std::span<const CreateRequest> requests) override;
 
   StoreFaults faults;
 
@@ -119,6 +123,15 @@ class SimStore final : public KvStoreWrapper {
   bool admit(OpKind kind, std::string_view key);
   void after_crash_point(OpKind kind, std::string_view key);
   WriteResult write(OpKind kind, std::string_view key, std::string_view value, Revision expected);
+  // Draws the fault of one batch request (the write() faults); true if it is to be sent now.
+  // `error` gets the code its outcome reports (none: the store's answer).
+  bool draw_batch_fault(const CreateRequest& request, std::optional<StoreErrc>& error);
+  // The end of a batch that reached its crash point: a drawn prefix lands, then death.
+  std::vector<CreateOutcome> crash_in_batch(std::span<const CreateRequest> requests);
+  // Registers a watch opened by `open` (given the options to pass on) with the delivery faults.
+  std::unique_ptr<Watch> open_watch(
+      const std::string& what, const WatchOptions& options,
+      const std::function<std::unique_ptr<Watch>(WatchOptions)>& open);
   Writer writer() const;
   VirtualNs watch_delay();
 

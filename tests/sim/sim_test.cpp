@@ -600,5 +600,190 @@ TEST(SimStoreTest, CrashPointLandsTheKthOperationThenFailsEverything) {
   EXPECT_THROW(store.get("x.a"), StoreError);
 }
 
+// One SimStore over a shared MemoryStore, as the World builds it, for the store's own tests.
+struct SimStoreRig {
+  explicit SimStoreRig(std::uint64_t seed) : rng(seed) {}
+  // Called while the members are initialised in order: `store` copies the environment.
+  SimEnv make_env() {
+    SimEnv e;
+    e.time = &time;
+    e.rng = &rng;
+    e.trace = &trace;
+    e.history = &history;
+    e.current_call = &call;
+    e.schedule_late = [this](LateWrite lw) { late.push_back(std::move(lw)); };
+    return e;
+  }
+  RunParams params;
+  VirtualTime time;
+  Trace trace{0};
+  NoFleet fleet;
+  History history{params, time, trace, fleet};
+  Rng rng;
+  std::uint64_t call = 0;
+  std::vector<LateWrite> late;
+  SimEnv env = make_env();
+  std::shared_ptr<MemoryStore> mem = std::make_shared<MemoryStore>();
+  std::shared_ptr<RecordingStore> rec = std::make_shared<RecordingStore>(mem, history);
+  std::shared_ptr<FaultInjectingStore> fis = std::make_shared<FaultInjectingStore>(rec);
+  SimStore store{env, 0, "w", nullptr, fis, rec};
+};
+
+// A key watch under slow-watch delays: only its keys, the snapshot before caught_up, each key
+// in order, keys reordered; break_watches loses what was not delivered.
+TEST(SimStoreTest, SlowKeyWatchKeepsPerKeyOrderOfItsKeysOnly) {
+  SimStoreRig rig(5);
+  rig.mem->create("k.a", "0");
+  rig.store.faults.slow_watch_until = 100 * kNsPerS;
+  rig.store.faults.slow_watch_max = 50 * kNsPerMs;
+  const std::vector<std::string> watched = {"k.c", "k.a"};
+  auto watch = rig.store.watch_keys(watched, {});
+  auto doomed = rig.store.watch_keys(watched, {});
+  const char* keys[] = {"k.a", "k.b", "k.c"};
+  for (int i = 0; i < 300; ++i) {
+    rig.time.advance_to(rig.time.now() + kNsPerMs);
+    const char* k = keys[rig.rng.below(3)];
+    auto cur = rig.mem->get(k);
+    if (cur) {
+      rig.mem->update(k, std::to_string(i), cur->revision);
+    } else {
+      rig.mem->create(k, std::to_string(i));
+    }
+    rig.store.pump();
+  }
+  EXPECT_EQ(rig.store.live_watches(), 2u);
+  rig.store.break_watches();  // `doomed` loses everything it had not delivered
+  std::vector<WatchEvent> lost;
+  EXPECT_THROW(doomed->poll(lost, 100'000), StoreError);
+  rig.time.advance_to(rig.time.now() + kNsPerS);
+  // `watch` was broken too: what it had not delivered is lost as well.
+  std::vector<WatchEvent> events;
+  EXPECT_THROW(watch->poll(events, 100'000), StoreError);
+  EXPECT_TRUE(events.empty());
+
+  const std::size_t live_at_open =
+      rig.mem->get("k.a").has_value() + rig.mem->get("k.c").has_value();
+  auto again = rig.store.watch_keys(watched, {});
+  for (int i = 0; i < 200; ++i) {
+    rig.time.advance_to(rig.time.now() + kNsPerMs);
+    const char* k = keys[i % 3];
+    auto cur = rig.mem->get(k);
+    if (cur) {
+      rig.mem->update(k, "x" + std::to_string(i), cur->revision);
+    } else {
+      rig.mem->create(k, "x" + std::to_string(i));
+    }
+    rig.store.pump();
+  }
+  rig.time.advance_to(rig.time.now() + kNsPerS);
+  again->poll(events, 100'000);
+  std::map<std::string, Revision> last;
+  std::size_t snapshot = 0;
+  bool caught_up = false;
+  bool reordered = false;
+  Revision prev = 0;
+  for (const auto& e : events) {
+    if (e.kind == WatchEvent::Kind::caught_up) {
+      EXPECT_FALSE(caught_up);
+      caught_up = true;
+      continue;
+    }
+    EXPECT_TRUE(e.key == "k.a" || e.key == "k.c") << e.key;
+    if (!caught_up) ++snapshot;
+    EXPECT_GT(e.revision, last[e.key]) << e.key;
+    last[e.key] = e.revision;
+    if (caught_up && e.revision < prev) reordered = true;
+    if (caught_up) prev = e.revision;
+  }
+  EXPECT_TRUE(caught_up);
+  EXPECT_EQ(snapshot, live_at_open);
+  EXPECT_EQ(last["k.a"], rig.mem->get("k.a")->revision);
+  EXPECT_EQ(last["k.c"], rig.mem->get("k.c")->revision);
+  EXPECT_TRUE(reordered) << "a slow key watch should reorder events of different keys";
+}
+
+struct BatchRun {
+  std::vector<std::string> outcomes;  // per request: ok, lost, or the error
+  std::vector<std::string> stored;    // per request: the stored value, or "-"
+  std::size_t late = 0;
+};
+
+BatchRun run_faulty_batch(std::uint64_t seed) {
+  SimStoreRig rig(seed);
+  rig.mem->create("b.k007", "before");
+  rig.store.faults.op_fail = 0.2;
+  rig.store.faults.op_unknown = 0.3;
+  std::vector<std::string> keys;
+  for (int i = 0; i < 200; ++i) keys.push_back(fmt::format("b.k{:03}", i));
+  std::vector<CreateRequest> batch;
+  for (const std::string& k : keys) batch.push_back(CreateRequest{k, "v" + k});
+  const std::vector<CreateOutcome> out = rig.store.create_many(batch);
+  BatchRun run;
+  run.late = rig.late.size();
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const CreateOutcome& o = out.at(i);
+    run.outcomes.push_back(o.error       ? std::string(to_string(*o.error))
+                           : o.result.ok ? "ok"
+                                         : "lost");
+    const auto e = rig.mem->get(keys[i]);
+    run.stored.push_back(e ? e->value : "-");
+    if (!o.error && o.result.ok) {
+      EXPECT_TRUE(e && e->revision == o.result.revision) << keys[i];
+    }
+    if (o.error == StoreErrc::unavailable) {
+      EXPECT_FALSE(e) << keys[i] << ": an unavailable request was applied";
+    }
+  }
+  EXPECT_EQ(rig.fis->op_count(OpKind::create_many), 1u) << "the requests sent went as one batch";
+  EXPECT_EQ(rig.fis->op_count(OpKind::create), 0u);
+  EXPECT_EQ(rig.history.violation_count(), 0u);
+  return run;
+}
+
+TEST(SimStoreTest, CreateManyDrawsTheWriteFaultsPerRequestDeterministically) {
+  const BatchRun run = run_faulty_batch(11);
+  std::map<std::string, int> count;
+  for (const std::string& o : run.outcomes) ++count[o];
+  EXPECT_GT(count["ok"], 0);
+  EXPECT_GT(count["unavailable"], 0);
+  EXPECT_GT(count["unknown_outcome"], 0);
+  EXPECT_GT(run.late, 0u) << "some unknown outcomes land late";
+  EXPECT_NE(run.outcomes[7], "ok") << "b.k007 existed";
+  std::size_t unknown_landed = 0;
+  for (std::size_t i = 0; i < run.outcomes.size(); ++i) {
+    if (run.outcomes[i] == "unknown_outcome" && run.stored[i] != "-") ++unknown_landed;
+  }
+  EXPECT_GT(unknown_landed, 0u) << "some unknown outcomes were applied";
+  const BatchRun again = run_faulty_batch(11);
+  EXPECT_EQ(run.outcomes, again.outcomes) << "one seed, one run";
+  EXPECT_EQ(run.stored, again.stored);
+  EXPECT_NE(run.outcomes, run_faulty_batch(12).outcomes);
+}
+
+TEST(SimStoreTest, CreateManyFailsEveryRequestWhenPartitionedAndLandsAPrefixAtACrash) {
+  SimStoreRig rig(3);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 50; ++i) keys.push_back(fmt::format("c.k{:02}", i));
+  std::vector<CreateRequest> batch;
+  for (const std::string& k : keys) batch.push_back(CreateRequest{k, "v"});
+  rig.store.faults.partition_until = kNsPerS;
+  for (const CreateOutcome& o : rig.store.create_many(batch)) {
+    EXPECT_EQ(o.error, StoreErrc::unavailable);
+  }
+  EXPECT_EQ(rig.mem->size(), 0u);
+  rig.time.advance_to(2 * kNsPerS);
+  rig.store.faults.crash_after = 1;
+  for (const CreateOutcome& o : rig.store.create_many(batch)) {
+    EXPECT_EQ(o.error, StoreErrc::unavailable);
+  }
+  EXPECT_TRUE(rig.store.faults.crash_hit);
+  const std::size_t landed = rig.mem->size();
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    EXPECT_EQ(rig.mem->get(keys[i]).has_value(), i < landed) << "a prefix of the batch landed";
+  }
+  rig.store.create_many(batch);
+  EXPECT_EQ(rig.mem->size(), landed) << "nothing lands after the crash";
+}
+
 }  // namespace
 }  // namespace etlc::sim

@@ -34,8 +34,9 @@ const char* kind_name(TraceKind k) {
 }
 
 const char* op_name(std::int64_t op) {
-  static const char* const kOps[] = {"create", "update", "erase", "get", "watch", "list"};
-  return op >= 0 && op < 6 ? kOps[op] : "?";
+  static const char* const kOps[] = {"create", "update", "erase",      "get",
+                                     "watch",  "list",   "watch_keys", "create_many"};
+  return op >= 0 && op < 8 ? kOps[op] : "?";
 }
 
 const char* err_name(std::int64_t code) {

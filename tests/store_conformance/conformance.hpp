@@ -140,6 +140,21 @@ inline std::unique_ptr<TestWatch> open_watch(etlc::KvStore& store, std::string p
   return w;
 }
 
+// Opens a key watch of `keys` whose notify callback wakes poll_until; w.prefix names the keys
+// (for messages only). Throws what store.watch_keys throws.
+inline std::unique_ptr<TestWatch> open_key_watch(
+    etlc::KvStore& store, const std::vector<std::string>& keys,
+    std::size_t max_pending = WatchOptions{}.max_pending, bool latest_only = false) {
+  auto w = std::make_unique<TestWatch>();
+  w->prefix = keys.empty() ? std::string("(no keys)") : "keys " + keys.front() + "...";
+  etlc::WatchOptions options;
+  options.max_pending = max_pending;
+  options.latest_only = latest_only;
+  options.notify = [signal = w->signal] { signal->notify(); };
+  w->watch = store.watch_keys(keys, std::move(options));
+  return w;
+}
+
 // Polls everything `w` has ready into w.events; records a break instead of throwing it.
 inline void drain(TestWatch& w) {
   if (w.broken) return;

@@ -4,7 +4,9 @@
 
 #include <atomic>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -318,6 +320,205 @@ TEST_F(FaultInjectingStoreTest, WatchMayOutliveTheDecorator) {
   EXPECT_EQ(keys_of(poll_all(*w)), (std::vector<std::string>{"^", "x.k"}));
 }
 
+// --- key watches ------------------------------------------------------------------------------
+
+TEST_F(FaultInjectingStoreTest, KeyWatchEventsAreHeldReleasedAndUnheldInOrder) {
+  store.create("h.a", "1");
+  auto w = open_key_watch(store, {"h.c", "h.a"});
+  ASSERT_TRUE(poll_until(*w, [](const TestWatch& t) { return t.caught_up(); }));
+  EXPECT_EQ(keys_of(w->snapshot()), (std::vector<std::string>{"h.a"}));
+  store.hold_watch_events(true);
+  const Revision a2 = store.update("h.a", "2", store.get("h.a")->revision).revision;
+  store.create("h.b", "not watched");
+  store.create("h.c", "1");
+  drain(*w);
+  EXPECT_EQ(w->live().size(), 0u) << "held events must not be visible";
+  const std::uint64_t before = w->signal->count();
+  EXPECT_EQ(store.release_held(1), 1u);
+  EXPECT_GT(w->signal->count(), before) << "a release notifies the watch";
+  drain(*w);
+  ASSERT_EQ(keys_of(w->live()), (std::vector<std::string>{"h.a"}));
+  EXPECT_EQ(w->live()[0].revision, a2);
+  store.create("h.d", "not watched");
+  store.erase("h.a", a2);
+  store.hold_watch_events(false);
+  drain(*w);
+  EXPECT_EQ(keys_of(w->live()), (std::vector<std::string>{"h.a", "h.c", "h.a"}));
+  EXPECT_EQ(w->live().back().kind, Kind::erase);
+}
+
+TEST_F(FaultInjectingStoreTest, KeyWatchCreatedWhileHoldingHidesItsSnapshot) {
+  store.create("s.a", "v");
+  store.hold_watch_events(true);
+  const std::vector<std::string> keys = {"s.a", "s.b"};
+  auto w = store.watch_keys(keys, {});
+  EXPECT_TRUE(poll_all(*w).empty());
+  EXPECT_EQ(store.release_held(), 2u);
+  EXPECT_EQ(keys_of(poll_all(*w)), (std::vector<std::string>{"s.a", "^"}));
+}
+
+TEST_F(FaultInjectingStoreTest, AKeyWatchHeldTooLongOverflowsAndBreaks) {
+  WatchOptions options;
+  options.max_pending = 3;
+  const std::vector<std::string> keys = {"o.k"};
+  auto w = store.watch_keys(keys, options);  // caught_up takes one slot
+  store.hold_watch_events(true);
+  Revision r = store.create("o.k", "0").revision;
+  for (int i = 1; i < 6; ++i) r = store.update("o.k", std::to_string(i), r).revision;
+  EXPECT_EQ(store.release_held(), 3u);
+  std::vector<WatchEvent> out;
+  EXPECT_EQ(w->poll(out, 100), 3u);
+  EXPECT_EQ(keys_of(out), (std::vector<std::string>{"^", "o.k", "o.k"}));
+  EXPECT_EQ(w->poll(out, 100), 0u) << "the break is held back like an event";
+  EXPECT_EQ(store.release_held(), 0u);  // releases the break
+  EXPECT_EQ(error_of([&] { w->poll(out, 100); }), StoreErrc::watch_broken);
+  EXPECT_EQ(store.watch_count(), 0u);
+}
+
+TEST_F(FaultInjectingStoreTest, BreakWatchesBreaksKeyWatchesWithPrefixWatches) {
+  auto prefix = open_watch(store, "b.");
+  auto keys = open_key_watch(store, {"b.k", "c.k"});
+  ASSERT_TRUE(poll_until(*keys, [](const TestWatch& t) { return t.caught_up(); }));
+  store.create("c.k", "v");  // pending, never polled: discarded by the break
+  EXPECT_EQ(store.watch_count(), 2u);
+  const std::uint64_t before = keys->signal->count();
+  store.break_watches();
+  EXPECT_GT(keys->signal->count(), before) << "a broken key watch is notified";
+  EXPECT_EQ(store.watch_count(), 0u);
+  EXPECT_EQ(memory->watcher_count(), 0u) << "the inner key watch is released";
+  std::vector<WatchEvent> out;
+  EXPECT_EQ(error_of([&] { keys->watch->poll(out, 100); }), StoreErrc::watch_broken);
+  EXPECT_EQ(error_of([&] { keys->watch->poll(out, 100); }), StoreErrc::watch_broken);
+  EXPECT_EQ(error_of([&] { prefix->watch->poll(out, 100); }), StoreErrc::watch_broken);
+  EXPECT_TRUE(out.empty());
+  const std::vector<std::string> again_keys = {"c.k"};
+  auto again = store.watch_keys(again_keys, {});
+  EXPECT_EQ(keys_of(poll_all(*again)), (std::vector<std::string>{"c.k", "^"}));
+}
+
+TEST_F(FaultInjectingStoreTest, WatchKeysTakesFailNextNotUnknownOutcomes) {
+  const std::vector<std::string> keys = {"f.a", "f.b"};
+  store.fail_next(1);
+  EXPECT_EQ(error_of([&] { store.watch_keys(keys, {}); }), StoreErrc::unavailable);
+  EXPECT_EQ(memory->watcher_count(), 0u) << "an injected failure opens nothing";
+  const std::vector<std::string> dup = {"f.a", "f.a"};
+  store.fail_next(1);
+  EXPECT_EQ(error_of([&] { store.watch_keys(dup, {}); }), StoreErrc::invalid_argument);
+  EXPECT_EQ(store.failures_pending(), 1u) << "an invalid key set consumes no fault";
+  store.clear_faults();
+  store.unknown_outcome_next(1, true);
+  auto w = store.watch_keys(keys, {});
+  EXPECT_EQ(store.unknown_outcomes_pending(), 1u) << "a watch is not a write";
+  const auto log = store.op_log();
+  ASSERT_EQ(log.size(), 3u);
+  EXPECT_EQ(log[0].kind, OpKind::watch_keys);
+  EXPECT_TRUE(log[0].injected);
+  EXPECT_EQ(log[2].key, "f.a,f.b");
+  EXPECT_EQ(log[2].outcome, OpOutcome::ok);
+  EXPECT_EQ(store.op_count(OpKind::watch_keys), 3u);
+  EXPECT_EQ(to_string(OpKind::watch_keys), "watch_keys");
+}
+
+// --- create_many ------------------------------------------------------------------------------
+
+// Counts what reaches the store under the decorator.
+class CountingStore final : public KvStoreWrapper {
+ public:
+  using KvStoreWrapper::KvStoreWrapper;
+  WriteResult create(std::string_view key, std::string_view value) override {
+    ++creates;
+    return KvStoreWrapper::create(key, value);
+  }
+  std::vector<CreateOutcome> create_many(std::span<const CreateRequest> requests) override {
+    batches.emplace_back();
+    for (const CreateRequest& r : requests) batches.back().emplace_back(r.key);
+    return KvStoreWrapper::create_many(requests);
+  }
+  int creates = 0;
+  std::vector<std::vector<std::string>> batches;
+};
+
+std::vector<CreateRequest> batch_of(const std::vector<std::string>& keys) {
+  std::vector<CreateRequest> out;
+  for (const std::string& k : keys) out.push_back(CreateRequest{k, "v"});
+  return out;
+}
+
+std::vector<std::string> errors_of(const std::vector<CreateOutcome>& outcomes) {
+  std::vector<std::string> out;
+  for (const CreateOutcome& o : outcomes) {
+    out.emplace_back(o.error ? std::string(to_string(*o.error)) : o.result.ok ? "ok" : "lost");
+  }
+  return out;
+}
+
+TEST_F(FaultInjectingStoreTest, CreateManyTakesOneFaultPerRequestInOrder) {
+  store.create("m.exists", "v");
+  store.fail_next(1);
+  store.unknown_outcome_next(2, /*apply=*/true);
+  const std::vector<std::string> keys = {"m.a", "m.b", "m.exists", "m.c"};
+  const auto out = store.create_many(batch_of(keys));
+  EXPECT_EQ(errors_of(out),
+            (std::vector<std::string>{"unavailable", "unknown_outcome", "unknown_outcome", "ok"}));
+  EXPECT_EQ(store.failures_pending(), 0u);
+  EXPECT_EQ(store.unknown_outcomes_pending(), 0u);
+  EXPECT_FALSE(memory->get("m.a").has_value()) << "a failed request is not applied";
+  EXPECT_TRUE(memory->get("m.b").has_value()) << "an applied unknown outcome landed";
+  EXPECT_EQ(memory->get("m.c")->revision, out[3].result.revision);
+  const auto log = store.op_log();
+  ASSERT_EQ(log.size(), 5u);  // the create, then one record per request
+  for (std::size_t i = 1; i < log.size(); ++i) {
+    EXPECT_EQ(log[i].kind, OpKind::create_many);
+    EXPECT_EQ(log[i].key, keys[i - 1]);
+    EXPECT_EQ(log[i].seq, log[0].seq + i) << "one seq per request";
+  }
+  EXPECT_TRUE(log[1].injected && !log[1].landed);
+  EXPECT_TRUE(log[2].injected && log[2].landed);
+  EXPECT_TRUE(log[3].injected && !log[3].landed) << "the create of an existing key lost";
+  EXPECT_TRUE(!log[4].injected && log[4].landed && log[4].outcome == OpOutcome::ok);
+  EXPECT_EQ(store.op_count(OpKind::create_many), 1u);
+  EXPECT_EQ(store.op_count(OpKind::create), 1u);
+}
+
+TEST(FaultInjectingStoreBatch, SendsTheUnfailedRequestsAsOneInnerBatch) {
+  auto counting = std::make_shared<CountingStore>(std::make_shared<MemoryStore>());
+  FaultInjectingStore store(counting);
+  store.unknown_outcome_next(2, /*apply=*/false);
+  const auto out = store.create_many(batch_of({"p.a", "p.b", "p.c", "p.d"}));
+  EXPECT_EQ(errors_of(out),
+            (std::vector<std::string>{"unknown_outcome", "unknown_outcome", "ok", "ok"}));
+  store.unknown_outcome_next(1, /*apply=*/true);
+  store.create_many(batch_of({"p.e", "p.f"}));
+  EXPECT_EQ(counting->creates, 0) << "no request became a single create";
+  EXPECT_EQ(counting->batches,
+            (std::vector<std::vector<std::string>>{{"p.c", "p.d"}, {"p.e", "p.f"}}))
+      << "one inner batch per call, without the dropped requests, in order";
+  store.fail_next(2);
+  EXPECT_EQ(errors_of(store.create_many(batch_of({"p.x", "p.y"}))),
+            (std::vector<std::string>{"unavailable", "unavailable"}));
+  EXPECT_EQ(counting->batches.size(), 2u) << "a batch with nothing left to send sends nothing";
+}
+
+TEST_F(FaultInjectingStoreTest, CreateManyThrowsAFailCodeNoRequestCanHave) {
+  store.fail_next(2, StoreErrc::closed);
+  EXPECT_EQ(error_of([&] { store.create_many(batch_of({"w.a", "w.b"})); }), StoreErrc::closed);
+  EXPECT_EQ(store.failures_pending(), 1u) << "the batch took one fault, as one call";
+  EXPECT_EQ(memory->size(), 0u);
+  EXPECT_TRUE(store.create_many({}).empty());
+  EXPECT_EQ(store.failures_pending(), 1u) << "an empty batch takes no fault";
+  const std::string too_big(kMaxValueBytes + 1, 'x');
+  const std::vector<CreateRequest> bad = {{"w.a", "v"}, {"w.b", too_big}};
+  EXPECT_EQ(error_of([&] { store.create_many(bad); }), StoreErrc::invalid_argument);
+  EXPECT_EQ(store.failures_pending(), 1u) << "an invalid batch takes no fault";
+  EXPECT_EQ(memory->size(), 0u);
+  const auto log = store.op_log();
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_TRUE(log[0].injected);
+  EXPECT_EQ(log[0].error, StoreErrc::closed);
+  EXPECT_FALSE(log[1].injected);
+  EXPECT_EQ(log[1].error, StoreErrc::invalid_argument);
+}
+
 // Concurrent callers consume armed faults exactly once each.
 TEST_F(FaultInjectingStoreTest, FaultsAreConsumedExactlyOnceUnderConcurrency) {
   constexpr int kThreads = 4;
@@ -389,7 +590,9 @@ TEST_F(FaultInjectingStoreTest, WatchControlsAreSafeUnderConcurrency) {
     options.notify = [probe, &late] {
       if (probe->destroyed) ++late;
     };
-    auto w = store.watch("r.", options);
+    // Prefix and key watches alike.
+    const std::vector<std::string> keys = {"r.k1", "r.k" + std::to_string(2 + i % 6)};
+    auto w = i % 2 == 0 ? store.watch("r.", options) : store.watch_keys(keys, options);
     std::vector<WatchEvent> out;
     try {
       w->poll(out, 8);
