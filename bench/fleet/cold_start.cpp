@@ -3,6 +3,9 @@
 // publishes assignments while it seeds, so lanes fill long before the last split is seeded) and
 // (b) the plan published (seeded: every spec and split record created, plan header written).
 // Store connections are opened before the clock starts (a process connects before it joins).
+// The process's resident memory is read before the fleet exists and when the run ends (all
+// members live in this process: with --members 1 the growth is the leader's, its views of a
+// plan of `splits` and the plan itself).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -14,6 +17,7 @@ namespace etlc::bench {
 using namespace std::chrono_literals;
 
 Result run_cold_start(const BackendOptions& bo, const ColdStartOptions& o) {
+  const MemoryUse mem0 = process_memory();
   auto backend = make_backend(bo);
   FleetOptions fo;
   fo.splits = o.splits;
@@ -48,6 +52,7 @@ Result run_cold_start(const BackendOptions& bo, const ColdStartOptions& o) {
       std::chrono::milliseconds(static_cast<std::int64_t>(o.timeout_s * 1000)));
   const Time t_end = now();
   const double cpu = process_cpu_seconds() - cpu0;
+  const MemoryUse mem1 = process_memory();
 
   Timeline& tl = fleet.timeline();
   auto since = [&](std::optional<Time> t) { return t ? ms_between(t0, *t) / 1000.0 : NAN; };
@@ -66,6 +71,8 @@ Result run_cold_start(const BackendOptions& bo, const ColdStartOptions& o) {
   res.add("plan_published_s", since(tl.plan_published()));
   res.add("filled_and_seeded_s", total_s);
   res.add("seeding_creates_per_s", seeding_s > 0 ? creates / seeding_s : NAN);
+  res.add("rss_growth_mib", mem1.rss_mib - mem0.rss_mib);
+  res.add("rss_peak_mib", mem1.peak_mib);
   res.detail["config"] = {{"members", o.members},
                           {"splits", o.splits},
                           {"lanes", o.lanes},
@@ -86,6 +93,9 @@ Result run_cold_start(const BackendOptions& bo, const ColdStartOptions& o) {
   res.detail["cpu_utilisation"] = cpu / std::max(1e-9, ms_between(t0, t_end) / 1000.0);
   res.detail["load_average_start"] = load0;
   res.detail["watches_broken"] = fleet.watches_broken();
+  res.detail["rss_mib_before"] = mem0.rss_mib;
+  res.detail["rss_mib_end"] = mem1.rss_mib;
+  res.detail["rss_mib_peak"] = mem1.peak_mib;
   res.columns = {"step", "at s (from first start)"};
   res.rows = {
       {"connections opened (before t0, took)", fmt_num(connect_s, 3)},
@@ -98,6 +108,9 @@ Result run_cold_start(const BackendOptions& bo, const ColdStartOptions& o) {
       {"plan published (seeded)", fmt_num(since(tl.plan_published()), 3)},
       {fmt::format("seeding rate, creates/s ({} creates)", creates),
        fmt_num(seeding_s > 0 ? creates / seeding_s : NAN, 0)},
+      {"resident MiB: before the fleet / at the end / peak", fmt_num(mem0.rss_mib, 0) + " / " +
+                                                                 fmt_num(mem1.rss_mib, 0) + " / " +
+                                                                 fmt_num(mem1.peak_mib, 0)},
   };
   if (const auto wb = fleet.watches_broken(); wb > 0) {
     res.notes.push_back(fmt::format("{} watch(es) broke and were re-opened during the run", wb));

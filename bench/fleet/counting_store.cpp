@@ -147,6 +147,19 @@ WriteResult CountingStore::erase(std::string_view key, Revision expected) {
                  }));
 }
 
+std::vector<CreateOutcome> CountingStore::create_many(std::span<const CreateRequest> requests) {
+  const bool tracing = counters_->tracer.on.load(std::memory_order_relaxed);
+  const std::int64_t start = tracing ? steady_ns() : 0;
+  std::vector<CreateOutcome> out = KvStoreWrapper::create_many(requests);
+  const std::int64_t end = tracing ? steady_ns() : 0;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (tracing) counters_->tracer.add(TraceEntry::Kind::create, requests[i].key, start, end);
+    counted(WriteOp::create, requests[i].key, requests[i].value,
+            out[i].error ? WriteResult{} : out[i].result);
+  }
+  return out;
+}
+
 std::optional<Entry> CountingStore::get(std::string_view key) {
   counters_->gets.fetch_add(1, std::memory_order_relaxed);
   return traced(TraceEntry::Kind::get, key, [&] { return KvStoreWrapper::get(key); });

@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,6 +78,9 @@ class CountingStore final : public KvStoreWrapper {
   std::unique_ptr<Watch> watch_keys(std::span<const std::string> keys,
                                     WatchOptions options) override;
   std::vector<Entry> list(std::string_view prefix) override;
+  // Forwarded as one batch (the backend's pipelining is kept); each request counts as a create
+  // (an error outcome as a create that did not take effect) and is traced with the batch's span.
+  std::vector<CreateOutcome> create_many(std::span<const CreateRequest> requests) override;
 
   StoreCounts counts() const;
 

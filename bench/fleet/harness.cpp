@@ -8,6 +8,7 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <string>
 
 #include "core/keys.hpp"
 #include "core/records.hpp"
@@ -475,6 +476,18 @@ double load_average() {
   double l = 0;
   f >> l;
   return l;
+}
+
+MemoryUse process_memory() {
+  MemoryUse out{NAN, NAN};
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  auto kib = [](const std::string& l) { return std::stod(l.substr(l.find(':') + 1)) / 1024.0; };
+  while (std::getline(f, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) out.rss_mib = kib(line);
+    if (line.rfind("VmHWM:", 0) == 0) out.peak_mib = kib(line);
+  }
+  return out;
 }
 
 double process_cpu_seconds() {

@@ -224,4 +224,12 @@ double median(std::vector<double> v);
 double load_average();
 double process_cpu_seconds();
 
+// This process's resident memory from /proc/self/status, in MiB: VmRSS now, VmHWM (the peak so
+// far). NaN where the file or the field is missing.
+struct MemoryUse {
+  double rss_mib = 0;
+  double peak_mib = 0;
+};
+MemoryUse process_memory();
+
 }  // namespace etlc::bench

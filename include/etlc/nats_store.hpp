@@ -55,6 +55,16 @@
 //            meanwhile are lost).
 //  * list    the same consumer until the snapshot is complete, then closed (not kvStore_Keys:
 //            nats.c 3.4.1 times out spuriously on large buckets).
+//  * create_many  asynchronous publishes (js_PublishMsgAsync) on a JetStream context of the call's
+//            own, at most NatsStoreOptions::creates_in_flight unacknowledged; each request's first
+//            message is the one create sends (same guard, same headers). An acknowledgement with
+//            a sequence is a create at that revision; a lost guard (the key has a live value or
+//            a delete marker, a duplicate id) finishes as create does after such an answer, one
+//            request after the other once the pipeline is drained; a failed or missing
+//            acknowledgement (op_timeout_ms) is the error create would throw (unknown_outcome
+//            when it may apply). After the first such failure, or while disconnected, nothing
+//            more is sent: the rest are unavailable. Repeats of a key run after its first request
+//            as single creates.
 //  Revisions are the stream's sequence numbers: never 0, strictly increasing across all keys.
 //
 // Errors (StoreError codes):
@@ -142,6 +152,10 @@ struct NatsStoreOptions {
   std::int64_t connect_timeout_ms = 5000;
   // Bound on each request (get, each write, watch creation, list inactivity).
   std::int64_t op_timeout_ms = 5000;
+  // Creates of one create_many call published and not yet acknowledged at any moment
+  // (1..kMaxCreatesInFlight). More in flight hide more round trips; each costs a pending message
+  // in nats.c (its key and value) until its acknowledgement arrives.
+  std::size_t creates_in_flight = 256;
   // Pause between reconnect attempts, and how many attempts before the connection is closed for
   // good (-1: never give up). A store whose connection closed throws StoreError(closed).
   std::int64_t reconnect_wait_ms = 250;
@@ -169,6 +183,7 @@ struct NatsStoreOptions {
   static constexpr std::size_t kMaxBucketBytes = 200;
   static constexpr std::size_t kMaxServers = 64;
   static constexpr std::int64_t kMaxTimeoutMs = 600'000;
+  static constexpr std::size_t kMaxCreatesInFlight = 16384;
 
   // Throws ConfigError naming the first option that is invalid ("servers[1]", "replicas",
   // "tls.key_file", ...). Checks that files exist and are readable. Never includes a secret.
@@ -240,6 +255,8 @@ class NatsStore final : public KvStore {
   std::unique_ptr<Watch> watch_keys(std::span<const std::string> keys,
                                     WatchOptions options) override;
   std::vector<Entry> list(std::string_view prefix) override;
+  // Pipelined asynchronous publishes (see "create_many" above).
+  std::vector<CreateOutcome> create_many(std::span<const CreateRequest> requests) override;
 
   // Breaks every live watch of this store (poll returns what is queued, then throws
   // watch_broken) as a transport failure would; the store stays usable. For tests and for an

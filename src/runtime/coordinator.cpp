@@ -110,9 +110,6 @@ struct Coordinator::Loop {
 };
 
 namespace {
-// Concurrent store writes while seeding a plan (a pipelining depth, not a CPU count).
-constexpr std::size_t kSeedThreads = 8;
-
 std::string random_instance_id() {
   std::random_device rd;
   return fmt::format("member-{:08x}{:08x}", rd(), rd());
@@ -157,7 +154,6 @@ void Coordinator::start() {
   // In thread mode the planner runs on its own thread, never on the control loop.
   Loop* loop = loop_.get();
   member_->set_plan_runner(std::make_unique<runtime::ThreadPlanRunner>([loop] { loop->notify(); }));
-  member_->set_bulk_executor(std::make_unique<runtime::PooledBulkExecutor>(kSeedThreads));
   runtime::join_with_startup_wait(*member_, loop_->startup_wait);  // member_->join_now(), retried
   {
     MutexLock lk(loop_->mu);

@@ -23,7 +23,6 @@
 #include "core/rebalance_delay.hpp"
 #include "core/records.hpp"
 #include "etlc/planner.hpp"
-#include "runtime/bulk_executor.hpp"
 #include "runtime/fleet_views.hpp"
 #include "runtime/leader_views.hpp"
 #include "runtime/member_context.hpp"
@@ -41,7 +40,6 @@ class Leadership {
   struct Deps {
     FleetViews& views;
     PlanRunner& plan_runner;
-    BulkExecutor& bulk;
     std::shared_ptr<Planner> planner;
     std::uint64_t& publishes;  // assignment records written, over every term
   };
@@ -95,6 +93,9 @@ class Leadership {
   void start_planner(TimePoint now);
   bool give_up_on_planner(const std::string& error, TimePoint now);
   void seed_slice();
+  std::vector<const PlannedSplit*> next_seed_slice();
+  // The split record seeded for `s` at this term.
+  core::SplitRecord seed_record(const PlannedSplit& s) const;
   void finish_seeding();
   bool split_view_short(TimePoint now);
   bool write_plan(const core::PlanRecord& next);

@@ -52,15 +52,9 @@ Member::Member(CoordinatorConfig config, std::shared_ptr<KvStore> store,
   held_.set_nonce(session_.nonce());
   if (!options_.targeted_watches) views_.set_scope(ViewScope::fleet);
   if (!options_.plan_runner) options_.plan_runner = std::make_unique<InlinePlanRunner>();
-  if (!options_.bulk) options_.bulk = std::make_unique<InlineBulkExecutor>();
 }
 
 Member::~Member() = default;
-
-void Member::set_bulk_executor(std::unique_ptr<BulkExecutor> bulk) {
-  MutexLock lk(mu_);
-  options_.bulk = std::move(bulk);
-}
 
 void Member::set_plan_runner(std::unique_ptr<PlanRunner> runner) {
   MutexLock lk(mu_);
@@ -180,8 +174,8 @@ void Member::become_leader(const Election& e, TimePoint now) {
   std::optional<LeaderViews> warm = standby_.hand_over(session_.nonce());
   const bool was_standby = warm.has_value();
   leadership_ = std::make_unique<Leadership>(
-      ctx_, Leadership::Deps{views_, *options_.plan_runner, *options_.bulk, planner_, publishes_},
-      session_.nonce(), e.term, e.leader_rev, now, std::move(warm));
+      ctx_, Leadership::Deps{views_, *options_.plan_runner, planner_, publishes_}, session_.nonce(),
+      e.term, e.leader_rev, now, std::move(warm));
   views_.set_scope(ViewScope::fleet);  // the leader's step waits until these views caught up
   held_.set_leader(true);
   metrics_.set_leader(true);

@@ -40,7 +40,6 @@
 #include "etlc/events.hpp"
 #include "etlc/planner.hpp"
 #include "etlc/store.hpp"
-#include "runtime/bulk_executor.hpp"
 #include "runtime/election.hpp"
 #include "runtime/fleet_views.hpp"
 #include "runtime/held_splits.hpp"
@@ -65,8 +64,6 @@ class Member {
   struct Options {
     // Runs the planner. Null = inline on the control loop (manual mode / simulation).
     std::unique_ptr<PlanRunner> plan_runner;
-    // Runs bulk store work (plan seeding). Null = in order on the control loop.
-    std::unique_ptr<BulkExecutor> bulk;
     // Called (from any thread) when the member wants step() to run soon.
     std::function<void()> wake;
     // Per-process nonce; empty = from nonce_source (or random).
@@ -90,7 +87,6 @@ class Member {
 
   // Replaces the plan runner (Coordinator::start moves the planner onto its own thread).
   void set_plan_runner(std::unique_ptr<PlanRunner> runner) ETLC_EXCLUDES(mu_);
-  void set_bulk_executor(std::unique_ptr<BulkExecutor> bulk) ETLC_EXCLUDES(mu_);
 
   // Synchronous first join (thread mode): probe the store, open the session, check the job's
   // fingerprint. Throws ConfigError / StoreError as Coordinator::start documents.

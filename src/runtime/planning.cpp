@@ -144,59 +144,110 @@ bool Leadership::give_up_on_planner(const std::string& error, TimePoint now) {
   return true;
 }
 
-// Seeds at most bulk_ops_per_step store writes per step: for each split its spec, then its
-// record, both create-if-absent (a spec that exists is fine: it is immutable). Splits already
-// known from the split.* watch are skipped. The writes of one slice run through the bulk
-// executor (pipelined in thread mode).
-void Leadership::seed_slice() {
+// The next splits to seed, at most bulk_ops_per_step / 2 (two writes each). Splits already known
+// from the split.* watch are skipped; a repair re-plan heals what it passes first.
+std::vector<const PlannedSplit*> Leadership::next_seed_slice() {
   SeedJob& job = *seeding_;
   const std::size_t max_splits = std::max<std::uint32_t>(ctx_.config.bulk_ops_per_step / 2, 1);
-  std::vector<const PlannedSplit*> batch;
-  while (job.next < job.splits.size() && batch.size() < max_splits) {
+  std::vector<const PlannedSplit*> slice;
+  while (job.next < job.splits.size() && slice.size() < max_splits) {
     const PlannedSplit& s = job.splits[job.next++];
     // Damaged records are healed from what is known of them (healing.cpp), never re-seeded as
     // new: a fresh record at epoch 0 would let the old tenancy's writes through.
     if (job.repair) repair_seeded(s);
     const auto& splits = leader_views_.splits();
     if (!splits.count(s.spec.id) && !leader_views_.split_damage().count(s.spec.id)) {
-      batch.push_back(&s);
+      slice.push_back(&s);
     }
   }
-  if (batch.empty()) return;
-  std::vector<core::SplitRecord> records(batch.size());
-  std::vector<Revision> created(batch.size(), 0);
-  std::vector<std::function<void()>> tasks;
-  tasks.reserve(batch.size());
-  for (std::size_t i = 0; i < batch.size(); ++i) {
-    const PlannedSplit& s = *batch[i];
-    core::SplitRecord& rec = records[i];
-    rec.id = s.spec.id;
-    rec.weight = s.spec.weight;
-    const auto lease = views_.leases().find(s.spec.id);
-    rec.epoch =
-        core::seeded_epoch(term_, lease == views_.leases().end() ? 0 : lease->second.rec.epoch);
-    if (s.seed_progress) rec.progress = *s.seed_progress;
-    tasks.emplace_back([this, &s, &rec, &out = created[i]] {
-      ctx_.store.create(core::spec_key(s.spec.id), core::encode(core::SpecRecord{s.spec}));
-      const WriteResult r = ctx_.store.create(core::split_key(s.spec.id), core::encode(rec));
-      if (r.ok) out = r.revision;
-    });
+  return slice;
+}
+
+core::SplitRecord Leadership::seed_record(const PlannedSplit& s) const {
+  core::SplitRecord rec;
+  rec.id = s.spec.id;
+  rec.weight = s.spec.weight;
+  const auto lease = views_.leases().find(s.spec.id);
+  rec.epoch =
+      core::seeded_epoch(term_, lease == views_.leases().end() ? 0 : lease->second.rec.epoch);
+  if (s.seed_progress) rec.progress = *s.seed_progress;
+  return rec;
+}
+
+namespace {
+// Requests over owned keys and values (CreateRequest holds views).
+struct CreateBatch {
+  std::vector<std::string> keys;
+  std::vector<std::string> values;
+  void add(std::string key, std::string value) {
+    keys.push_back(std::move(key));
+    values.push_back(std::move(value));
   }
-  auto keep_created = [&] {
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-      if (created[i] != 0 && leader_views_.put_split(records[i].id, records[i], created[i])) {
-        assignment_dirty_ = true;
-      }
-    }
-  };
+  std::vector<CreateRequest> requests() const {
+    std::vector<CreateRequest> out;
+    out.reserve(keys.size());
+    for (std::size_t i = 0; i < keys.size(); ++i) out.push_back({keys[i], values[i]});
+    return out;
+  }
+};
+// The worst error among `outcomes` (unknown_outcome before unavailable), counted into `failed`.
+void note_errors(const std::vector<CreateOutcome>& outcomes, std::optional<StoreErrc>& worst,
+                 std::size_t& failed) {
+  for (const CreateOutcome& o : outcomes) {
+    if (!o.error) continue;
+    ++failed;
+    if (!worst || *o.error == StoreErrc::unknown_outcome) worst = o.error;
+  }
+}
+}  // namespace
+
+// Seeds at most bulk_ops_per_step store writes per step as two pipelined batches
+// (KvStore::create_many): the slice's specs, then the split records of the splits whose spec
+// exists (created now, or there already: a spec is immutable), so that a split record never
+// exists without its spec. A record that exists already is fine (the split.* watch delivers it).
+// An outcome that is unknown or unavailable proves nothing: the step fails with it after the
+// batch (the member backs off) and seeding rescans the plan from the start, skipping the splits
+// the view knows by then.
+void Leadership::seed_slice() {
+  SeedJob& job = *seeding_;
+  const std::vector<const PlannedSplit*> slice = next_seed_slice();
+  if (slice.empty()) return;
+  CreateBatch specs;
+  for (const PlannedSplit* s : slice) {
+    specs.add(core::spec_key(s->spec.id), core::encode(core::SpecRecord{s->spec}));
+  }
+  std::vector<CreateOutcome> spec_out;
+  std::vector<CreateOutcome> record_out;
+  std::vector<core::SplitRecord> records;
   try {
-    deps_.bulk.run_all(tasks);
+    spec_out = ctx_.store.create_many(specs.requests());
+    CreateBatch record_batch;
+    for (std::size_t i = 0; i < slice.size(); ++i) {
+      if (spec_out[i].error) continue;
+      records.push_back(seed_record(*slice[i]));
+      record_batch.add(core::split_key(slice[i]->spec.id), core::encode(records.back()));
+    }
+    record_out = ctx_.store.create_many(record_batch.requests());
   } catch (...) {
-    keep_created();
-    job.next = 0;  // rescan from the start: known splits are skipped cheaply
+    job.next = 0;  // closed, or a bug: rescan from the start (known splits are skipped cheaply)
     throw;
   }
-  keep_created();
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const CreateOutcome& o = record_out[i];
+    if (!o.error && o.result.ok &&
+        leader_views_.put_split(records[i].id, records[i], o.result.revision)) {
+      assignment_dirty_ = true;
+    }
+  }
+  std::optional<StoreErrc> worst;
+  std::size_t failed = 0;
+  note_errors(spec_out, worst, failed);
+  note_errors(record_out, worst, failed);
+  if (!worst) return;
+  job.next = 0;
+  throw StoreError(*worst, fmt::format("seeding: {} of {} creates without a known outcome; "
+                                       "rescanning the plan at the next step",
+                                       failed, spec_out.size() + record_out.size()));
 }
 
 void Leadership::finish_seeding() {

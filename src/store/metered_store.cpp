@@ -69,7 +69,12 @@ std::unique_ptr<Watch> MeteredStore::watch_keys(std::span<const std::string> key
   return timed(kWatchKeys, [&] { return KvStoreWrapper::watch_keys(keys, std::move(options)); });
 }
 std::vector<CreateOutcome> MeteredStore::create_many(std::span<const CreateRequest> requests) {
-  return timed(kCreateMany, [&] { return KvStoreWrapper::create_many(requests); });
+  std::vector<CreateOutcome> out =
+      timed(kCreateMany, [&] { return KvStoreWrapper::create_many(requests); });
+  for (const CreateOutcome& o : out) {
+    count_[kCreate][o.error ? kError : (o.result.ok ? kOk : kConflict)]->inc();
+  }
+  return out;
 }
 
 }  // namespace etlc

@@ -6,6 +6,8 @@
 
 #include <array>
 #include <memory>
+#include <span>
+#include <vector>
 
 #include "etlc/clock.hpp"
 #include "etlc/kv_store_wrapper.hpp"
@@ -27,7 +29,9 @@ class MeteredStore final : public KvStoreWrapper {
   std::vector<Entry> list(std::string_view prefix) override;
   std::unique_ptr<Watch> watch_keys(std::span<const std::string> keys,
                                     WatchOptions options) override;
-  // One observation per batch (its latency, ok unless the call threw).
+  // Forwarded as one batch (the backend's pipelining is kept): the call is timed as op
+  // "create_many" and counted as one create_many; each request's outcome is counted as one
+  // create (ok, conflict, or error for an unavailable or unknown outcome).
   std::vector<CreateOutcome> create_many(std::span<const CreateRequest> requests) override;
 
  private:

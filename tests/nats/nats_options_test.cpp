@@ -68,6 +68,8 @@ TEST(NatsStoreOptions, EachInvalidOptionIsRejectedByName) {
       {"connect_timeout_ms", [](auto& o) { o.connect_timeout_ms = 0; }},
       {"op_timeout_ms", [](auto& o) { o.op_timeout_ms = -5; }},
       {"op_timeout_ms", [](auto& o) { o.op_timeout_ms = 700'000; }},
+      {"creates_in_flight", [](auto& o) { o.creates_in_flight = 0; }},
+      {"creates_in_flight", [](auto& o) { o.creates_in_flight = 16385; }},
       {"reconnect_wait_ms", [](auto& o) { o.reconnect_wait_ms = -1; }},
       {"max_reconnect_attempts", [](auto& o) { o.max_reconnect_attempts = -2; }},
   };

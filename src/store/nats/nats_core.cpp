@@ -635,9 +635,9 @@ LastMessage Core::remember(std::string_view key, natsMsg* msg) {
   return out;
 }
 
-Core::Sent Core::send_guarded(const std::string& subj, std::string_view value,
-                              const std::string& expected, bool erase_marker,
-                              const std::string& msg_id, std::string_view what) {
+MsgPtr Core::build_message(const std::string& subj, std::string_view value,
+                           const std::string& expected, bool erase_marker,
+                           const std::string& msg_id, std::string_view what) const {
   natsMsg* raw = nullptr;
   natsStatus s =
       natsMsg_Create(&raw, subj.c_str(), nullptr, value.data(), static_cast<int>(value.size()));
@@ -659,6 +659,13 @@ Core::Sent Core::send_guarded(const std::string& subj, std::string_view value,
         fmt::format("{}: building the message failed: {}", what,
                     NatsFailure::capture(s, static_cast<jsErrCode>(0), redactor_).describe()));
   }
+  return msg;
+}
+
+Core::Sent Core::send_guarded(const std::string& subj, std::string_view value,
+                              const std::string& expected, bool erase_marker,
+                              const std::string& msg_id, std::string_view what) {
+  MsgPtr msg = build_message(subj, value, expected, erase_marker, msg_id, what);
   jsPubOptions po;
   jsPubOptions_Init(&po);
   po.MaxWait = options_.op_timeout_ms;
@@ -670,39 +677,55 @@ Core::Sent Core::send_guarded(const std::string& subj, std::string_view value,
   return out;
 }
 
-Published Core::publish(std::string_view key, std::string_view value, std::uint64_t expected,
-                        bool erase_marker, std::string_view what) {
-  require_connected(what);
-  std::string expected_text = std::to_string(expected);
-  // nats-server 2.9 checks a non-zero expected last subject sequence of a replicated stream only
-  // against the stored state when it proposes the write, not against writes still being
-  // replicated, so two concurrent CAS on one key with the same expected revision can both win
-  // (measured: 1600 "won" increments of one R3 counter left it at 702). The message id
-  // "<key>@<expected>" closes that race: the server registers ids at proposal time and
-  // deduplicates the second writer, which we report as a conflict. Expected 0 (create) is
-  // checked when the write is applied, which is race-free, and needs no id.
+// nats-server 2.9 checks a non-zero expected last subject sequence of a replicated stream only
+// against the stored state when it proposes the write, not against writes still being
+// replicated, so two concurrent CAS on one key with the same expected revision can both win
+// (measured: 1600 "won" increments of one R3 counter left it at 702). The message id
+// "<key>@<expected>" closes that race: the server registers ids at proposal time and
+// deduplicates the second writer, which we report as a conflict. Expected 0 (create) is checked
+// when the write is applied, which is race-free, and needs no id.
+MsgPtr Core::write_message(std::string_view key, std::string_view value, std::uint64_t expected,
+                           bool erase_marker, std::string_view what) const {
+  const std::string expected_text = std::to_string(expected);
   std::string msg_id;
   if (expected != 0) msg_id.append(key).append("@").append(expected_text);
-  auto [s, jerr, ack] =
-      send_guarded(subject(key), value, expected_text, erase_marker, msg_id, what);
+  return build_message(subject(key), value, expected_text, erase_marker, msg_id, what);
+}
+
+std::optional<Published> Core::judge_reply(natsStatus status, jsErrCode jerr, const jsPubAck* ack,
+                                           std::string_view error_text) {
   Published out;
-  if (s == NATS_OK && ack) {
-    if (ack->Duplicate) {
-      // Another writer (or an earlier attempt of ours whose outcome was unknown) already wrote
-      // with this (key, expected revision): this write was not applied. The sequence in the
-      // reply is that earlier write's, not necessarily the key's current revision.
-      return out;
-    }
+  if (status == NATS_OK && ack != nullptr) {
+    // A duplicate: another writer (or an earlier attempt of ours whose outcome was unknown)
+    // already wrote with this (key, expected revision), so this write was not applied. The
+    // sequence in the reply is that earlier write's, not necessarily the key's current revision.
+    if (ack->Duplicate) return out;
     out.ok = true;
     out.revision = ack->Sequence;
     return out;
   }
-  NatsFailure f = NatsFailure::capture(s, jerr, redactor_);
   if (static_cast<int>(jerr) == kDuplicateInProcessErr) return out;
   if (jerr == JSStreamWrongLastSequenceErr) {
-    out.last_revision = parse_last_sequence(f.detail);
+    out.last_revision = parse_last_sequence(error_text);
     return out;
   }
+  return std::nullopt;
+}
+
+Published Core::publish(std::string_view key, std::string_view value, std::uint64_t expected,
+                        bool erase_marker, std::string_view what) {
+  require_connected(what);
+  MsgPtr msg = write_message(key, value, expected, erase_marker, what);
+  jsPubOptions po;
+  jsPubOptions_Init(&po);
+  po.MaxWait = options_.op_timeout_ms;
+  jsPubAck* raw_ack = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  publishes_.fetch_add(1, std::memory_order_relaxed);
+  const natsStatus s = js_PublishMsg(&raw_ack, js_.get(), msg.get(), &po, &jerr);
+  PubAckPtr ack(raw_ack);
+  NatsFailure f = s == NATS_OK ? NatsFailure{} : NatsFailure::capture(s, jerr, redactor_);
+  if (auto judged = judge_reply(s, jerr, ack.get(), f.detail)) return *judged;
   throw_failure(f, OpKind::write, what);
 }
 

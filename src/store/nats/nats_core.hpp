@@ -113,6 +113,15 @@ class Core : public std::enable_shared_from_this<Core> {
   // !ok; every other failure throws (see nats_errors.hpp, as a write).
   Published publish(std::string_view key, std::string_view value, std::uint64_t expected,
                     bool erase_marker, std::string_view what);
+  // The message publish() sends for these arguments (subject, guard, marker and id headers), for
+  // writers that send it themselves (create_many's asynchronous publishes). Throws
+  // StoreError(unavailable) only if nats.c cannot build it.
+  MsgPtr write_message(std::string_view key, std::string_view value, std::uint64_t expected,
+                       bool erase_marker, std::string_view what) const;
+  // The connection every request of this store uses (valid for the Core's life).
+  natsConnection* connection() const { return nc_; }
+  // Write messages sent outside publish() (NatsStoreStats::publishes).
+  void count_publishes(std::uint64_t n) { publishes_.fetch_add(n, std::memory_order_relaxed); }
 
   RevisionSet& live_revisions() { return live_revisions_; }
   // Revisions known to be delete markers (from erase results, reads and watches), so create can
@@ -145,6 +154,12 @@ class Core : public std::enable_shared_from_this<Core> {
   void break_disconnect_sensitive_watches(std::string_view reason) ETLC_EXCLUDES(watches_mu_);
   std::size_t watcher_count() const ETLC_EXCLUDES(watches_mu_);
 
+  // A guarded publish's reply judged as publish() judges it: ok (not a duplicate id), or !ok for
+  // a lost guard (wrong last sequence, with the last revision parsed from `error_text`; a
+  // duplicate message id); nullopt for any other failure, which the caller classifies.
+  static std::optional<Published> judge_reply(natsStatus status, jsErrCode jerr,
+                                              const jsPubAck* ack, std::string_view error_text);
+
   // nats.c subject filter for a contract prefix: "" -> ">", "a.b." -> "a.b.>".
   static std::string watch_filter(std::string_view prefix);
 
@@ -173,6 +188,8 @@ class Core : public std::enable_shared_from_this<Core> {
   };
   Sent send_guarded(const std::string& subj, std::string_view value, const std::string& expected,
                     bool erase_marker, const std::string& msg_id, std::string_view what);
+  MsgPtr build_message(const std::string& subj, std::string_view value, const std::string& expected,
+                       bool erase_marker, const std::string& msg_id, std::string_view what) const;
   std::string subject(std::string_view key) const;
   // A message of `key` as LastMessage; notes its revision as live or as a delete marker.
   LastMessage remember(std::string_view key, natsMsg* msg);

@@ -135,6 +135,10 @@ void NatsStoreOptions::validate() const {
   check_timeout(connect_timeout_ms, 1, "connect_timeout_ms");
   check_timeout(op_timeout_ms, 1, "op_timeout_ms");
   check_timeout(reconnect_wait_ms, 0, "reconnect_wait_ms");
+  if (creates_in_flight < 1 || creates_in_flight > kMaxCreatesInFlight) {
+    throw ConfigError(fmt::format("creates_in_flight must be in [1, {}], got {}",
+                                  kMaxCreatesInFlight, creates_in_flight));
+  }
   check_timeout(startup_wait_ms, 0, "startup_wait_ms");
   if (max_reconnect_attempts < -1) {
     throw ConfigError(fmt::format("max_reconnect_attempts must be -1 (forever) or >= 0, got {}",
@@ -162,10 +166,10 @@ std::string NatsStoreOptions::to_string() const {
     out += fmt::format(", cert_file='{}', key_file='{}'", tls.cert_file, tls.key_file);
   }
   out += fmt::format(
-      "}}, connect_timeout_ms={}, op_timeout_ms={}, reconnect_wait_ms={}, "
+      "}}, connect_timeout_ms={}, op_timeout_ms={}, creates_in_flight={}, reconnect_wait_ms={}, "
       "max_reconnect_attempts={}, startup_wait_ms={}, probe_on_open={}",
-      connect_timeout_ms, op_timeout_ms, reconnect_wait_ms, max_reconnect_attempts, startup_wait_ms,
-      probe_on_open);
+      connect_timeout_ms, op_timeout_ms, creates_in_flight, reconnect_wait_ms,
+      max_reconnect_attempts, startup_wait_ms, probe_on_open);
   if (!connection_name.empty()) out += fmt::format(", connection_name='{}'", connection_name);
   out += "}";
   return out;

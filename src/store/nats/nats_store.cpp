@@ -8,6 +8,7 @@
 #include "log.hpp"
 #include "store/nats/key_watch.hpp"
 #include "store/nats/nats_core.hpp"
+#include "store/nats/nats_create.hpp"
 #include "store/nats/nats_watch.hpp"
 #include "store/nats/startup_wait.hpp"
 
@@ -18,10 +19,6 @@ namespace {
 using nats_detail::Core;
 using nats_detail::LastMessage;
 using nats_detail::Published;
-
-// create() retries while the key's delete marker keeps changing under it (concurrent deletes
-// of re-created keys); each retry follows a write by someone else.
-constexpr int kMaxCreateAttempts = 8;
 
 std::string probe_prefix() {
   std::random_device rd;
@@ -95,35 +92,7 @@ NatsStore::~NatsStore() {
 WriteResult NatsStore::create(std::string_view key, std::string_view value) {
   validate_key(key);
   validate_value(key, value);
-  std::string what = fmt::format("create '{}'", key);
-  // Over a delete marker this process saw, publish guarded by it at once (one round trip); a
-  // stale hint fails on the real last sequence and takes the general path below.
-  std::uint64_t expected = core_->marker_hints().get(key);
-  for (int attempt = 0; attempt < kMaxCreateAttempts; ++attempt) {
-    Published p = core_->publish(key, value, expected, false, what);
-    if (p.ok) {
-      core_->live_revisions().insert(p.revision);
-      return WriteResult{true, p.revision};
-    }
-    // The subject has a message: a live value (we lose) or a delete marker (re-try guarded by
-    // the marker's revision, so a concurrent create still wins exactly once).
-    if (p.last_revision != 0 && core_->live_revisions().contains(p.last_revision)) {
-      return WriteResult{false, p.last_revision};
-    }
-    if (p.last_revision != 0 && p.last_revision != expected &&
-        core_->delete_markers().contains(p.last_revision)) {
-      expected = p.last_revision;  // a known delete marker: re-try over it without a read
-      continue;
-    }
-    core_->count_guard_read();
-    LastMessage last = core_->read_last(key, what);
-    if (last.live()) return WriteResult{false, last.revision};
-    expected = last.exists ? last.revision : 0;
-  }
-  throw StoreError(StoreErrc::unavailable,
-                   fmt::format("{}: the key was deleted and re-created concurrently {} times; "
-                               "nothing was written, retry",
-                               what, kMaxCreateAttempts));
+  return nats_detail::create_key(*core_, key, value);  // nats_create.cpp
 }
 
 WriteResult NatsStore::update(std::string_view key, std::string_view value, Revision expected) {
