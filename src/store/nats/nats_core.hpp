@@ -85,7 +85,8 @@ class Core : public std::enable_shared_from_this<Core> {
   const std::string& stream() const { return stream_; }
   // "$KV.<bucket>.": the subject of key k is subject_prefix() + k.
   const std::string& subject_prefix() const { return subject_prefix_; }
-  // The connection, for core subscriptions (key watch hints). Valid for the Core's life.
+  // The connection every request of this store uses: core subscriptions (key watch hints) and
+  // asynchronous publishes (create_many). Valid for the Core's life.
   natsConnection* connection() const { return nc_; }
   // JetStream request options with Wait = op_timeout_ms.
   jsOptions request_options() const;
@@ -118,8 +119,6 @@ class Core : public std::enable_shared_from_this<Core> {
   // StoreError(unavailable) only if nats.c cannot build it.
   MsgPtr write_message(std::string_view key, std::string_view value, std::uint64_t expected,
                        bool erase_marker, std::string_view what) const;
-  // The connection every request of this store uses (valid for the Core's life).
-  natsConnection* connection() const { return nc_; }
   // Write messages sent outside publish() (NatsStoreStats::publishes).
   void count_publishes(std::uint64_t n) { publishes_.fetch_add(n, std::memory_order_relaxed); }
 
