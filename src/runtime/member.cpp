@@ -64,6 +64,15 @@ void Member::set_plan_runner(std::unique_ptr<PlanRunner> runner) {
   options_.plan_runner = std::move(runner);
 }
 
+void Member::set_targeted_watches(bool on) {
+  MutexLock lk(mu_);
+  if (views_.caught_up() || leadership_) {
+    throw UsageError("targeted watches are chosen before the member's first step");
+  }
+  options_.targeted_watches = on;
+  views_.set_scope(on ? ViewScope::worker : ViewScope::fleet);
+}
+
 TimePoint Member::step() {
   MutexLock lk(mu_);
   const TimePoint now = clock_.now();

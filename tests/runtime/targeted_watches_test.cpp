@@ -15,6 +15,13 @@
 namespace etlc::testing {
 namespace {
 
+// Adds a member that watches its own keys (Member::Options::targeted_watches, off by default).
+Node& add_targeted(Fleet& fleet, const std::string& id) {
+  Node& n = fleet.add(id);
+  n.member().set_targeted_watches(true);
+  return n;
+}
+
 std::uint64_t watch_events(Fleet& fleet, const std::string& id) {
   return fleet.metrics->snapshot()
       .counter("etl_coordination_watch_events_total", {{"instance", id}})
@@ -29,12 +36,16 @@ std::optional<core::StandbyRecord> standby(Fleet& fleet) {
 
 // Steady state for `window` after convergence: the most watch events any plain worker (neither
 // leader nor standby) received.
-std::uint64_t busiest_worker(std::size_t members, Clock::duration window) {
+std::uint64_t busiest_worker(std::size_t members, Clock::duration window, bool targeted) {
   // Splits that never end (a watermark far away) keep the fleet in steady state.
   auto planner = std::make_shared<TestPlanner>(make_splits(4 * members, 1'000'000));
   Fleet fleet(planner);
-  for (std::size_t i = 0; i < members; ++i) fleet.add(fmt::format("m{:02}", i));
-  EXPECT_TRUE(fleet.run_until([&] { return fleet.converged() && standby(fleet); }, 60s));
+  for (std::size_t i = 0; i < members; ++i) {
+    Node& n = fleet.add(fmt::format("m{:02}", i));
+    n.member().set_targeted_watches(targeted);
+  }
+  EXPECT_TRUE(
+      fleet.run_until([&] { return fleet.converged() && (!targeted || standby(fleet)); }, 60s));
   std::map<std::string, std::uint64_t> before;
   for (Node* n : fleet.live()) before[n->id] = watch_events(fleet, n->id);
   fleet.run_for(window);
@@ -50,10 +61,16 @@ std::uint64_t busiest_worker(std::size_t members, Clock::duration window) {
 
 TEST(TargetedWatches, a_workers_watch_traffic_does_not_grow_with_the_fleet) {
   const Clock::duration window = 30s;  // ten leases of 3 s
-  const std::uint64_t small = busiest_worker(4, window);
-  const std::uint64_t large = busiest_worker(16, window);
-  std::printf("busiest plain worker over 30 s: %llu events at 4 members, %llu at 16\n",
-              static_cast<unsigned long long>(small), static_cast<unsigned long long>(large));
+  const std::uint64_t small = busiest_worker(4, window, true);
+  const std::uint64_t large = busiest_worker(16, window, true);
+  const std::uint64_t wide_small = busiest_worker(4, window, false);
+  const std::uint64_t wide_large = busiest_worker(16, window, false);
+  std::printf(
+      "busiest plain worker over 30 s: targeted %llu events at 4 members, %llu at 16; "
+      "fleet-wide %llu at 4, %llu at 16\n",
+      static_cast<unsigned long long>(small), static_cast<unsigned long long>(large),
+      static_cast<unsigned long long>(wide_small), static_cast<unsigned long long>(wide_large));
+  EXPECT_GE(wide_large, 3 * wide_small) << "the fleet-wide baseline did not grow with the fleet";
   // The leader's renewals (three a lease) are what a worker follows in steady state, plus the
   // plan's tally updates; a fleet-wide watch would see every peer's renewals too (4x more here).
   EXPECT_LE(large, small + 6) << "4 members: " << small << ", 16 members: " << large;
@@ -63,7 +80,7 @@ TEST(TargetedWatches, a_workers_watch_traffic_does_not_grow_with_the_fleet) {
 TEST(TargetedWatches, one_member_besides_the_leader_becomes_the_standby) {
   auto planner = std::make_shared<TestPlanner>(make_splits(12, 10));
   Fleet fleet(planner);
-  for (const char* id : {"a", "b", "c", "d"}) fleet.add(id);
+  for (const char* id : {"a", "b", "c", "d"}) add_targeted(fleet, id);
   ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && standby(fleet); }));
   const auto sb = standby(fleet);
   EXPECT_NE(sb->owner, fleet.leader_id());
@@ -72,7 +89,7 @@ TEST(TargetedWatches, one_member_besides_the_leader_becomes_the_standby) {
 TEST(TargetedWatches, the_standby_leads_when_the_leader_dies) {
   auto planner = std::make_shared<TestPlanner>(make_splits(12, 1'000'000));
   Fleet fleet(planner);
-  for (const char* id : {"a", "b", "c", "d"}) fleet.add(id);
+  for (const char* id : {"a", "b", "c", "d"}) add_targeted(fleet, id);
   ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && standby(fleet); }));
   const std::string old_leader = fleet.leader_id();
   const std::string heir = standby(fleet)->owner;
@@ -92,7 +109,7 @@ TEST(TargetedWatches, the_standby_leads_when_the_leader_dies) {
 TEST(TargetedWatches, a_dead_standby_is_replaced) {
   auto planner = std::make_shared<TestPlanner>(make_splits(12, 1'000'000));
   Fleet fleet(planner);
-  for (const char* id : {"a", "b", "c"}) fleet.add(id);
+  for (const char* id : {"a", "b", "c"}) add_targeted(fleet, id);
   ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && standby(fleet); }));
   const std::string dead = standby(fleet)->owner;
   fleet.crash(dead);
@@ -108,7 +125,7 @@ TEST(TargetedWatches, a_dead_standby_is_replaced) {
 TEST(TargetedWatches, garbage_in_the_standby_record_is_removed) {
   auto planner = std::make_shared<TestPlanner>(make_splits(8, 10));
   Fleet fleet(planner);
-  for (const char* id : {"a", "b", "c"}) fleet.add(id);
+  for (const char* id : {"a", "b", "c"}) add_targeted(fleet, id);
   ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && standby(fleet); }));
   auto cur = fleet.mem->get(core::kStandbyKey);
   ASSERT_TRUE(fleet.mem->update(core::kStandbyKey, "{garbage", cur->revision).ok);
