@@ -117,8 +117,8 @@ Cell measure(const BackendOptions& bo, const StoreCostOptions& o, std::size_t me
   c.other_writes_per_s = c.writes_per_s - c.heartbeat_writes_per_s;
   c.expected_heartbeat_per_s =
       static_cast<double>(members) * 3.0 / (static_cast<double>(o.lease_ms) / 1000.0);
-  // A worker follows the leader's session: its renewals, one per lease/3.
-  c.expected_worker_watch_per_s = 3.0 / (static_cast<double>(o.lease_ms) / 1000.0);
+  // Every member watches every session (targeted watches, decision 0009, are off by default).
+  c.expected_worker_watch_per_s = c.expected_heartbeat_per_s;
   c.worker_watch_p50_per_s = median(worker_watch);
   c.worker_watch_max_per_s = percentile(worker_watch, 100);
   c.gets_per_s = static_cast<double>(sum.gets) / c.window_s;
@@ -196,8 +196,8 @@ Result run_store_cost(const BackendOptions& bo, const StoreCostOptions& o) {
   res.detail["cells"] = cells;
   res.notes.push_back(
       "per second, whole fleet for writes; watch events per member (workers: neither leader nor "
-      "standby); 'expected' heartbeats = members x 3 / lease; 'expected' worker watch = 3 / lease "
-      "(the leader's renewals, the one session a worker follows)");
+      "standby); 'expected' = members x 3 / lease (one renewal per member per lease/3, each seen "
+      "by every member)");
   return res;
 }
 
