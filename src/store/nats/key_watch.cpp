@@ -5,14 +5,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
-#include <cstring>
 
 namespace etlc::nats_detail {
 
 namespace {
-
-constexpr std::string_view kExpectedHeader = "Nats-Expected-Last-Subject-Sequence";
 
 // Process-wide: watch ids (never reused) and the registry that turns a subscription's closure
 // (a watch id) into the watch. nats.c may run a callback after the subscription was destroyed
@@ -54,18 +50,6 @@ void unregister_token(std::uint64_t id) {
   r.live.erase(it);
 }
 
-std::optional<std::uint64_t> expected_of(natsMsg* msg) {
-  const char* text = nullptr;
-  if (natsMsgHeader_Get(msg, kExpectedHeader.data(), &text) != NATS_OK || text == nullptr) {
-    return std::nullopt;
-  }
-  const char* end = text + std::strlen(text);
-  std::uint64_t v = 0;
-  auto [ptr, ec] = std::from_chars(text, end, v);
-  if (ec != std::errc() || ptr != end) return std::nullopt;
-  return v;
-}
-
 // nats.c's message callback of every key subscription (on its shared delivery thread).
 void on_message(natsConnection*, natsSubscription*, natsMsg* raw, void* closure) {
   MsgPtr msg(raw);
@@ -73,7 +57,7 @@ void on_message(natsConnection*, natsSubscription*, natsMsg* raw, void* closure)
   if (!state) return;
   const char* subject = natsMsg_GetSubject(msg.get());
   if (subject == nullptr) return;
-  if (auto key = state->key_of_subject(subject)) state->on_hint(*key, expected_of(msg.get()));
+  if (auto key = state->key_of_subject(subject)) state->on_hint(*key, previous_revision(msg.get()));
 }
 
 std::unordered_map<std::string, std::uint32_t> index_keys(const std::vector<std::string>& keys) {

@@ -622,7 +622,7 @@ LastMessage Core::remember(std::string_view key, natsMsg* msg) {
   if (natsMsgHeader_Get(msg, kOperationHeader.data(), &op) == NATS_OK && op != nullptr) {
     out.tombstone = std::strcmp(op, "DEL") == 0 || std::strcmp(op, "PURGE") == 0;
   }
-  out.previous = parse_header_u64(msg, kExpectedLastSubjectSeqHeader);
+  out.previous = previous_revision(msg);
   if (out.tombstone) {
     delete_markers_.insert(out.revision);
     marker_hints_.note(key, out.revision);
@@ -809,6 +809,10 @@ void Core::on_async_error(natsConnection*, natsSubscription* sub, natsStatus err
     core->break_watches(
         fmt::format("nats.c reported {} on a watch subscription", natsStatus_GetText(err)));
   }
+}
+
+std::optional<std::uint64_t> previous_revision(natsMsg* msg) {
+  return parse_header_u64(msg, kExpectedLastSubjectSeqHeader);
 }
 
 }  // namespace etlc::nats_detail

@@ -238,4 +238,8 @@ class Core : public std::enable_shared_from_this<Core> {
   bool reader_stopped_ ETLC_GUARDED_BY(reader_mu_) = false;
 };
 
+// The revision a NatsStore write replaced, from its "Nats-Expected-Last-Subject-Sequence"
+// header; nullopt when the message has none (a foreign writer) or it does not parse.
+std::optional<std::uint64_t> previous_revision(natsMsg* msg);
+
 }  // namespace etlc::nats_detail

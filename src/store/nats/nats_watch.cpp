@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <chrono>
 #include <cstring>
 
@@ -20,15 +19,6 @@ constexpr std::int64_t kNextWaitMs = 1000;
 constexpr std::int64_t kListWaitMs = 250;
 
 using SubMsgPtr = MsgPtr;
-
-std::optional<std::uint64_t> parse_u64(const char* text) {
-  if (text == nullptr) return std::nullopt;
-  std::uint64_t v = 0;
-  const char* end = text + std::strlen(text);
-  auto [ptr, ec] = std::from_chars(text, end, v);
-  if (ec != std::errc() || ptr != end) return std::nullopt;
-  return v;
-}
 
 }  // namespace
 
@@ -112,11 +102,7 @@ natsStatus KeyConsumer::next(StreamRecord& out, std::int64_t timeout_ms) {
   const char* op = nullptr;
   out.tombstone = natsMsgHeader_Get(msg.get(), "KV-Operation", &op) == NATS_OK && op != nullptr &&
                   (std::strcmp(op, "DEL") == 0 || std::strcmp(op, "PURGE") == 0);
-  const char* expected = nullptr;
-  out.previous.reset();
-  if (natsMsgHeader_Get(msg.get(), "Nats-Expected-Last-Subject-Sequence", &expected) == NATS_OK) {
-    out.previous = parse_u64(expected);
-  }
+  out.previous = previous_revision(msg.get());
   out.value.clear();
   if (!out.tombstone) {
     const char* data = natsMsg_GetData(msg.get());
