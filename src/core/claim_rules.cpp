@@ -68,6 +68,12 @@ LeaseStep decide_lease_step(const std::optional<LeaseRecord>& lease, std::string
   return !ours_before && owner_live_in_view ? LeaseStep::wait : LeaseStep::clear_dead;
 }
 
+bool lease_is_orphan(const LeaseRecord& lease, const SplitRecord& record) {
+  const bool names_owner = record.owner && *record.owner == lease.owner && record.owner_nonce &&
+                           *record.owner_nonce == lease.nonce;
+  return record.epoch < lease.epoch && !names_owner;
+}
+
 ClaimPlan plan_claim(const SplitRecord& record, const ClaimFacts& facts) {
   ClaimPlan p;
   p.decision =

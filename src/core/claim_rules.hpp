@@ -79,6 +79,11 @@ enum class LeaseStep : std::uint8_t {
 LeaseStep decide_lease_step(const std::optional<LeaseRecord>& lease, std::string_view self_instance,
                             std::string_view self_nonce, bool owner_live_in_view);
 
+// A lease whose claim did not land: it names an epoch above the record's, and the record does not
+// name its owner (a landed claim sets the record to the lease's epoch and owner; a rebuild moves
+// the record above it). Lasting a lease unchanged, it is an orphan: removed by a waiting claimer.
+bool lease_is_orphan(const LeaseRecord& lease, const SplitRecord& record);
+
 // Phase 2: everything known after reading the fence (split.{id}) and the spec.
 struct ClaimFacts {
   std::string_view self_instance;

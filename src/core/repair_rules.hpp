@@ -30,8 +30,10 @@
 namespace etlc::core {
 
 // How far above anything seen a rebuilt epoch lands: more claims than this cannot have happened
-// unseen between the rebuilder's last look and the damage.
-inline constexpr std::uint64_t kRebuildEpochStep = std::uint64_t{1} << 32;
+// unseen between the rebuilder's last look and the damage. Small against a term's 2^32 epochs, so
+// that the rebuilds and claims of one term (fewer than 2^16 rebuilds of one split) stay below the
+// next term's floor, which a rebuild without memory relies on (decision 0008, amendment 2).
+inline constexpr std::uint64_t kRebuildEpochStep = std::uint64_t{1} << 16;
 
 // The epoch of a rebuilt split record: kRebuildEpochStep above the largest of the epoch of the
 // last readable record seen (0 if none), the epoch its lease names (0 if none) and term << 32

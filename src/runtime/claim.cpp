@@ -21,33 +21,67 @@ namespace {
 constexpr auto kClaimRetry = std::chrono::milliseconds(100);
 }  // namespace
 
+// Whether `owner`'s session view can be trusted; if not (worker scope), follows it and retries
+// once its snapshot arrives (sessions_known) or after a third of a lease.
+bool Worker::session_judgeable(const std::string& id, const std::string& owner, TimePoint now) {
+  if (owner == ctx_.instance || views_.session_known(owner)) return true;
+  session_waits_[id] = owner;
+  claim_retry_at_[id] = now + ctx_.config.lease_duration / 3;
+  return false;
+}
+
 // Phase 1. False: not now (the lease is not known yet, its owner lives, or its dead lease could
-// not be removed yet). A worker sees only its own peers' leases, not their sessions: whether the
-// owner lives is a point read, repeated at most every third of a lease while the lease stays (its
-// delete, which a live owner's release makes, wakes the claim at once).
+// not be removed yet). A worker follows the session of a lease's owner while the lease stays (its
+// delete, which a live owner's release makes, wakes the claim at once); a dead owner's lease is
+// removed only when the session view and a point read agree that the session is gone.
 bool Worker::lease_allows_claim(const std::string& id, TimePoint now) {
   if (!views_.lease_known(id)) return false;  // its watch's snapshot wakes the loop
   auto it = views_.leases().find(id);
   if (it == views_.leases().end()) return true;
   const core::LeaseRecord l = it->second.rec;
   const bool foreign = l.owner != ctx_.instance || l.nonce != session_.nonce();
-  bool live = views_.session_live(l.owner, l.nonce);
-  if (views_.scope() == ViewScope::worker && foreign && !live) {
-    live = liveness_.session_confirmed_live(l.owner, l.nonce);
+  if (foreign && !session_judgeable(id, l.owner, now)) {
+    prefetch_spec(id);
+    return false;
   }
-  switch (core::decide_lease_step(l, ctx_.instance, session_.nonce(), live)) {
+  switch (core::decide_lease_step(l, ctx_.instance, session_.nonce(),
+                                  views_.session_live(l.owner, l.nonce))) {
     case core::LeaseStep::proceed:
       return true;
     case core::LeaseStep::wait:
-      if (views_.scope() == ViewScope::worker) {
-        claim_retry_at_[id] = now + ctx_.config.lease_duration / 3;
-      }
       prefetch_spec(id);  // off the handoff's critical path: the claim then reads only the fence
+      remove_if_orphan(id, it->second, now);
       return false;
     case core::LeaseStep::clear_dead:
       return liveness_.erase_dead_lease(id);
   }
   return false;
+}
+
+// A live member's lease that stays unchanged for a lease while the record names another epoch
+// and owner is a claim that never landed (its create landed after its sender gave up, or its CAS
+// failed and the give-back did too): its owner may never learn of it, and the split would wait
+// for ever. Remove it at the revision seen (guarded: a lease rewritten meanwhile stays).
+void Worker::remove_if_orphan(const std::string& id, const LeaseTable::Entry& lease,
+                              TimePoint now) {
+  auto [it, fresh] = orphan_watch_.try_emplace(id, OrphanWatch{lease.rev, now});
+  if (fresh || it->second.rev != lease.rev) {
+    it->second = OrphanWatch{lease.rev, now};
+    return;
+  }
+  if (now - it->second.since < ctx_.config.lease_duration) return;
+  it->second.since = now;  // look again in a lease at most
+  const std::string skey = core::split_key(id);
+  auto cur = ctx_.store.get(skey);
+  if (!cur) return;
+  if (!core::lease_is_orphan(lease.rec, core::decode_split(skey, cur->value))) return;
+  const core::LeaseRecord l = lease.rec;
+  if (liveness_.erase_lease_at(id, lease.rev)) {
+    log().warn(
+        "etlc: {}: removed the orphan lease of split '{}' (owner '{}', epoch {}): its claim "
+        "never landed",
+        ctx_.instance, id, l.owner, l.epoch);
+  }
 }
 
 void Worker::claim(const std::string& id, TimePoint now) {
@@ -64,11 +98,10 @@ void Worker::claim(const std::string& id, TimePoint now) {
   facts.spec_problem = check_spec(id, now);
   if (rec.owner_nonce) {
     facts.owner_nonce_benign = rec.owner == ctx_.instance && session_.benign(*rec.owner_nonce);
-    // A worker does not see sessions: the point read alone decides.
-    facts.owner_session_live = rec.status == core::SplitStatus::runnable &&
-                               rec.owner != ctx_.instance &&
-                               (views_.scope() == ViewScope::worker ||
-                                views_.session_live(*rec.owner, *rec.owner_nonce)) &&
+    const bool takeover = rec.status == core::SplitStatus::runnable && rec.owner != ctx_.instance;
+    if (takeover && !session_judgeable(id, *rec.owner, now)) return;
+    // The view and a point read must agree (sim bugs 7 and 11).
+    facts.owner_session_live = takeover && views_.session_live(*rec.owner, *rec.owner_nonce) &&
                                liveness_.session_confirmed_live(*rec.owner, *rec.owner_nonce);
   }
   const SplitSpec* spec = facts.spec_problem ? nullptr : load_spec(id);
@@ -94,7 +127,12 @@ void Worker::claim(const std::string& id, TimePoint now) {
   const bool adopt = plan.action == core::ClaimAction::adopt;
   core::SplitRecord next = rec;
   Revision rec_rev = cur->revision;
-  if (!adopt) {
+  if (adopt) {
+    const std::optional<Revision> confirmed =
+        confirm_adopt(id, cur->value, cur->revision, *lease_rev);
+    if (!confirmed) return;
+    rec_rev = *confirmed;
+  } else {
     ETLC_ASSERT(plan.epoch > rec.epoch, "claim of split '{}' at epoch {} over epoch {}", id,
                 plan.epoch, rec.epoch);  // an epoch never decreases, and a claim moves it
     next.epoch = plan.epoch;
@@ -114,6 +152,26 @@ void Worker::claim(const std::string& id, TimePoint now) {
              id, next.epoch, adopt ? "adopted" : kind, next.progress.watermark);
 }
 
+// An adopt holds the split at the epoch it read, so that read must be the record's present: a
+// no-op CAS at its revision proves it (a stale read of our own old tenancy, after the record was
+// rebuilt or moved on, fails here instead of granting progress the store no longer holds: sim
+// bug 20). Returns the record's new revision, or nullopt (the lease is given back; the next pass
+// reads again).
+std::optional<Revision> Worker::confirm_adopt(const std::string& id, const std::string& value,
+                                              Revision rev, Revision lease_rev) {
+  WriteResult r;
+  try {
+    r = ctx_.store.update(core::split_key(id), value, rev);
+  } catch (const StoreError& e) {
+    if (e.code() != StoreErrc::unknown_outcome) throw;
+    r.ok = false;  // landed or not, the revision it made is unknown: read again next pass
+  }
+  if (r.ok) return r.revision;
+  ctx_.store.erase(core::lease_key(id), lease_rev);  // on failure the orphan sweep retries it
+  views_.leases().erase(id);
+  return std::nullopt;
+}
+
 // Creates lease.{id} for this process; adopts an existing one only if the store shows it is this
 // process's (an earlier unknown-outcome create). The lease view may still show a lease of ours
 // that we deleted ourselves (fail, release) and whose delete event has not arrived yet: only the
@@ -126,8 +184,11 @@ std::optional<Revision> Worker::take_lease(const std::string& id, std::uint64_t 
   try {
     lr = ctx_.store.create(lkey, core::encode(lease));
   } catch (const StoreError& e) {
-    // It may land: follow the lease until the view shows whether it did (an orphan to give back).
-    if (e.code() == StoreErrc::unknown_outcome) doubtful_leases_.insert(id);
+    // It may land, even after a watch showed it absent: follow the lease for a lease from now
+    // (or until the view shows it landed: an orphan to give back).
+    if (e.code() == StoreErrc::unknown_outcome) {
+      doubtful_leases_[id] = ctx_.clock.now() + ctx_.config.lease_duration;
+    }
     throw;
   }
   if (lr.ok) {

@@ -27,6 +27,7 @@ void FleetViews::set_scope(ViewScope scope) {
   }
   leader_session_.reset();
   lease_slots_.clear();
+  session_slots_.clear();
   members_.clear();
   assigns_.clear();
   leases_.retain_owned();  // this instance's leases stay known (the orphan sweep needs them)
@@ -74,6 +75,11 @@ void FleetViews::ensure_worker_watches() {
     drop_unowned_lease(id);  // the fresh snapshot says again whether it exists
     slot.start(ctx_.store, ctx_.wake);
   }
+  for (auto& [id, slot] : session_slots_) {
+    if (slot.open()) continue;
+    members_.erase(id);  // the fresh snapshot says again whether it lives
+    slot.start(ctx_.store, ctx_.wake);
+  }
 }
 
 // Worker scope: follows member.{leader} while a peer leads (the key changes with the leader).
@@ -87,10 +93,9 @@ void FleetViews::follow_leader_session() {
     }
   }
   if (leader_session_ && (key.empty() || leader_session_->keys().front() != key)) {
-    if (auto id = core::id_from_key(leader_session_->keys().front(), core::kMemberPrefix)) {
-      members_.erase(*id);
-    }
+    auto id = core::id_from_key(leader_session_->keys().front(), core::kMemberPrefix);
     leader_session_.reset();
+    if (id && !follows_session(*id)) members_.erase(*id);
   }
   if (key.empty()) return;
   if (!leader_session_) leader_session_.emplace(std::vector<std::string>{key});
@@ -119,6 +124,54 @@ void FleetViews::follow_leases(const std::set<std::string>& ids) {
   }
 }
 
+void FleetViews::follow_sessions(const std::set<std::string>& instances) {
+  if (scope_ != ViewScope::worker) return;
+  for (auto it = session_slots_.begin(); it != session_slots_.end();) {
+    if (instances.count(it->first)) {
+      ++it;
+      continue;
+    }
+    const std::string id = it->first;
+    it = session_slots_.erase(it);
+    if (!follows_session(id)) members_.erase(id);
+  }
+  for (const std::string& id : instances) {
+    if (session_slots_.size() >= kMaxFollowedSessions) break;
+    if (id == ctx_.instance || session_slots_.count(id)) continue;
+    std::string key;
+    try {
+      key = core::member_key(id);
+    } catch (const ConfigError&) {
+      continue;  // a record naming a non-id: nobody to follow (the claim treats it as dead)
+    }
+    auto& slot = session_slots_.try_emplace(id, std::vector<std::string>{key}).first->second;
+    slot.start(ctx_.store, ctx_.wake);
+  }
+}
+
+namespace {
+bool is_session_key(const std::string& key, const std::string& instance) {
+  return key.size() == core::kMemberPrefix.size() + instance.size() &&
+         key.starts_with(core::kMemberPrefix) && key.ends_with(instance);
+}
+}  // namespace
+
+// Whether some worker-scope slot watches member.{instance} (the leader's, or a followed peer's).
+bool FleetViews::follows_session(const std::string& instance) const {
+  if (session_slots_.count(instance)) return true;
+  return leader_session_ && is_session_key(leader_session_->keys().front(), instance);
+}
+
+bool FleetViews::session_known(const std::string& instance) const {
+  if (scope_ == ViewScope::fleet) return members_watch_.caught_up();
+  if (auto it = session_slots_.find(instance);
+      it != session_slots_.end() && it->second.caught_up()) {
+    return true;
+  }
+  return leader_session_ && leader_session_->caught_up() &&
+         is_session_key(leader_session_->keys().front(), instance);
+}
+
 bool FleetViews::lease_known(const std::string& id) const {
   if (scope_ == ViewScope::fleet) return leases_watch_.caught_up();
   auto it = lease_slots_.find(id);
@@ -137,6 +190,7 @@ void FleetViews::close_watches() {
   }
   leader_session_.reset();
   lease_slots_.clear();
+  session_slots_.clear();
 }
 
 bool FleetViews::caught_up() const {
@@ -164,6 +218,7 @@ ViewChanges FleetViews::drain(TimePoint now) {
   out.more |= assign_me_.drain(ctx_, assign, unreadable);
   if (leader_session_) out.more |= leader_session_->drain(ctx_, member, unreadable);
   out.more |= drain_leases(now, out);
+  out.more |= drain_sessions(now, out);
   follow_leader_session();  // a new leader's session is followed at once
   return out;
 }
@@ -174,6 +229,18 @@ bool FleetViews::drain_leases(TimePoint now, ViewChanges& out) {
     more |= slot.drain(
         ctx_, [&](const WatchEvent& e) { on_lease_event(e, out); },
         [&](const WatchEvent& e, const std::string& error) { on_unreadable(e, error, now, out); });
+  }
+  return more;
+}
+
+bool FleetViews::drain_sessions(TimePoint now, ViewChanges& out) {
+  bool more = false;
+  for (auto& [id, slot] : session_slots_) {
+    const bool was_known = slot.caught_up();
+    more |= slot.drain(
+        ctx_, [&](const WatchEvent& e) { on_member_event(e, now, out); },
+        [&](const WatchEvent& e, const std::string& error) { on_unreadable(e, error, now, out); });
+    if (!was_known && slot.caught_up()) out.sessions_known.push_back(id);
   }
   return more;
 }

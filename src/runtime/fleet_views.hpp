@@ -6,11 +6,14 @@
 //   both     job.leader, job.plan, job.pause, job.standby (one key watch)
 //   worker   assign.{me}; member.{leader} (the leader's session, to expire it when it dies);
 //            lease.{id} of each split follow_leases() names (those it waits to claim, and those
-//            whose lease it may hold without knowing it): the views hold only those
+//            whose lease it may hold without knowing it); member.{peer} of each peer
+//            follow_sessions() names (the owners a claim must judge alive or dead): the views
+//            hold only those
 //   fleet    member.*, lease.*, assign.* (the leader: everything the assignment and expiry read;
 //            and the standby, which keeps them warm for a failover: runtime/standby.hpp)
-// A worker's watch traffic therefore does not grow with the fleet; it learns whether any other
-// peer lives by a point read (Liveness) when it needs to know.
+// A worker's watch traffic therefore does not grow with the fleet. Whether a peer lives is decided
+// as in the fleet scope, by the session view and a point read agreeing (sim bugs 7 and 11: a
+// stale read alone must not decide it); a worker only follows the few sessions it must judge.
 //
 // Views keep each key's latest state only, never go back in time (an event older than the view
 // is ignored), and never trust a value they cannot decode: it is recorded as damage with its
@@ -66,6 +69,7 @@ struct ViewChanges {
   std::vector<std::string> arrived;       // sessions that appeared (or came back under a new nonce)
   bool membership_changed = false;        // a session appeared, left, or changed lanes/fingerprint
   std::vector<std::string> leases_freed;  // lease keys deleted (their splits may be claimable)
+  std::vector<std::string> sessions_known;   // worker scope: followed sessions now caught up
   std::vector<std::string> assigns_changed;  // assignment records written, deleted or damaged
   bool pause_changed = false;
   bool standby_changed = false;  // job.standby was written, deleted or damaged
@@ -92,6 +96,12 @@ class FleetViews {
   // Whether lease.{id} is known: followed and caught up (worker scope), or always (fleet scope).
   bool lease_known(const std::string& id) const;
   static constexpr std::size_t kMaxFollowedLeases = 256;
+  // Worker scope: the peers whose member.{id} to follow (at most kMaxFollowedSessions). A peer
+  // no longer followed (nor leading) leaves the session view.
+  void follow_sessions(const std::set<std::string>& instances);
+  // Whether the session view is authoritative for `instance`: its watch delivered its snapshot.
+  bool session_known(const std::string& instance) const;
+  static constexpr std::size_t kMaxFollowedSessions = 256;
 
   // Opens the watches that are not open (each starts from a fresh snapshot).
   void ensure_watches();
@@ -158,6 +168,8 @@ class FleetViews {
   void follow_leader_session();
   bool drain_leases(TimePoint now, ViewChanges& out);
   void drop_unowned_lease(const std::string& id);
+  bool drain_sessions(TimePoint now, ViewChanges& out);
+  bool follows_session(const std::string& instance) const;
 
   const MemberContext& ctx_;
   ViewScope scope_ = ViewScope::worker;
@@ -165,6 +177,7 @@ class FleetViews {
   WatchSlot assign_me_;                                     // worker scope
   std::optional<WatchSlot> leader_session_;                 // worker scope, while a peer leads
   std::map<std::string, WatchSlot> lease_slots_;            // worker scope, by split id
+  std::map<std::string, WatchSlot> session_slots_;          // worker scope, by instance
   WatchSlot members_watch_, leases_watch_, assigns_watch_;  // fleet scope
   std::optional<std::pair<core::LeaderRecord, Revision>> leader_view_;
   std::optional<std::pair<core::PlanRecord, Revision>> plan_view_;

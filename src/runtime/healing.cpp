@@ -234,7 +234,7 @@ void Leadership::repair_seeded(const PlannedSplit& s) {
   const bool no_memory =
       view == leader_views_.splits().end() && d != damage.end() && !d->second.last;
   if (!parked && !no_memory) return;
-  if (!rewrite_spec(s)) return;
+  if (!rewrite_spec(s, parked)) return;
   const std::string key = core::split_key(id);
   if (parked) {
     core::SplitRecord next = view->second.rec;
@@ -263,7 +263,10 @@ void Leadership::repair_seeded(const PlannedSplit& s) {
 
 // spec.{id} from the plan: created if absent, rewritten if unreadable, kept if readable (specs
 // are immutable). False when it could not be made readable now (the next repair tries again).
-bool Leadership::rewrite_spec(const PlannedSplit& s) {
+// `confirm`: the split was parked because a claimer found the spec unusable, so a readable read
+// must be proven current before the split is requeued on it: a no-op CAS at its revision (a stale
+// read of the old readable spec would requeue a split whose spec is still damaged: sim bug 21).
+bool Leadership::rewrite_spec(const PlannedSplit& s, bool confirm) {
   const std::string skey = core::spec_key(s.spec.id);
   const std::string sbytes = core::encode(core::SpecRecord{s.spec});
   if (ctx_.store.create(skey, sbytes).ok) return true;
@@ -271,7 +274,7 @@ bool Leadership::rewrite_spec(const PlannedSplit& s) {
   if (!cur) return false;  // deleted again meanwhile
   try {
     core::decode_spec(skey, cur->value);
-    return true;
+    return !confirm || ctx_.store.update(skey, cur->value, cur->revision).ok;
   } catch (const core::RecordError&) {
     if (!ctx_.store.update(skey, sbytes, cur->revision).ok) return false;
     log().warn("etlc: {}: rewrote the unreadable spec of split '{}' from the plan", ctx_.instance,

@@ -85,7 +85,7 @@ class Leadership {
   std::optional<core::SplitRecord> rebuild(const std::string& id, const Damage& d);
   void find_missing_splits();
   void repair_seeded(const PlannedSplit& s);
-  bool rewrite_spec(const PlannedSplit& s);
+  bool rewrite_spec(const PlannedSplit& s, bool confirm);
   // planning.cpp
   void advance_planning(TimePoint now);
   void take_plan_outcome(PlanOutcome outcome, TimePoint now);

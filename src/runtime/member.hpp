@@ -71,11 +71,10 @@ class Member {
     // Produces the nonce of every new session (the simulator makes them deterministic).
     std::function<std::string()> nonce_source;
     UnsafeTestHooks unsafe;
-    // true: a worker watches its own keys and one member stands by (decision 0009). Off by
-    // default: the 50,000-seed campaign found defects in it that are not fixed yet
-    // (docs/testing.md, "Targeted watches: open findings"); every member then watches fleet-wide,
-    // as before.
-    bool targeted_watches = false;
+    // true (the default): a worker watches its own keys and one member stands by (decision
+    // 0009). false: every member watches member.*, lease.* and assign.* (the design before issue
+    // 14; the tests compare the two).
+    bool targeted_watches = true;
   };
 
   Member(CoordinatorConfig config, std::shared_ptr<KvStore> store, std::shared_ptr<Planner> planner,

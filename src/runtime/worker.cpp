@@ -39,7 +39,7 @@ void Worker::reconcile(TimePoint now) {
   if (!views_.caught_up()) return;
   const std::optional<std::vector<std::string>> assigned = followed_assignment();
   held_.set_assignment(assigned);
-  follow_leases(assigned);
+  follow_leases(assigned, now);
   if (!assigned) return;  // no instruction is not an instruction to hold nothing
   give_back_orphan_leases(*assigned);
   // Specs prefetched for splits no longer assigned (bounded by the assignment's size).
@@ -56,15 +56,16 @@ void Worker::reconcile(TimePoint now) {
 // Worker scope: the leases a claim reads are followed by key watches: those of the first
 // max_in_flight assigned splits not held (the ones a claim pass tries), and those of splits whose
 // lease create had an unknown outcome, until the view shows whether it landed.
-void Worker::follow_leases(const std::optional<std::vector<std::string>>& assigned) {
+void Worker::follow_leases(const std::optional<std::vector<std::string>>& assigned, TimePoint now) {
   std::set<std::string> follow;
-  std::erase_if(doubtful_leases_, [&](const std::string& id) {
+  std::erase_if(doubtful_leases_, [&](const auto& kv) {
+    const std::string& id = kv.first;
     if (!views_.lease_known(id)) return false;
     auto it = views_.leases().find(id);
-    return it == views_.leases().end() || it->second.rec.nonce != session_.nonce() ||
-           held_.find(id) != nullptr;
+    if (it == views_.leases().end()) return now >= kv.second;  // it may still land until then
+    return it->second.rec.nonce != session_.nonce() || held_.find(id) != nullptr;
   });
-  follow.insert(doubtful_leases_.begin(), doubtful_leases_.end());
+  for (const auto& [id, until] : doubtful_leases_) follow.insert(id);
   if (assigned) {
     std::size_t waiting = 0;
     for (const std::string& id : *assigned) {
@@ -75,6 +76,11 @@ void Worker::follow_leases(const std::optional<std::vector<std::string>>& assign
     }
   }
   views_.follow_leases(follow);
+  std::erase_if(orphan_watch_, [&](const auto& kv) { return !follow.count(kv.first); });
+  std::erase_if(session_waits_, [&](const auto& kv) { return !follow.count(kv.first); });
+  std::set<std::string> sessions;
+  for (const auto& [id, owner] : session_waits_) sessions.insert(owner);
+  views_.follow_sessions(sessions);
 }
 
 // Leases of this process for splits it neither holds nor is asked to claim are leftovers of a
@@ -163,6 +169,14 @@ void Worker::observe_completion() {
 
 void Worker::leases_freed(const std::vector<std::string>& ids) {
   for (const auto& id : ids) claim_retry_at_.erase(id);
+}
+
+void Worker::sessions_known(const std::vector<std::string>& instances) {
+  for (const auto& [id, owner] : session_waits_) {
+    if (std::find(instances.begin(), instances.end(), owner) != instances.end()) {
+      claim_retry_at_.erase(id);
+    }
+  }
 }
 
 std::optional<TimePoint> Worker::next_retry(TimePoint now) const {

@@ -51,6 +51,8 @@ class Worker {
   void observe_completion();
   // Lease deletes seen: those splits may be claimable at once.
   void leases_freed(const std::vector<std::string>& ids);
+  // Worker scope: followed sessions now known: claims that waited to judge them go on at once.
+  void sessions_known(const std::vector<std::string>& instances);
   // The earliest future claim retry, if any.
   std::optional<TimePoint> next_retry(TimePoint now) const;
   // Reads spec.{id} unless cached; the spec, or null if it does not exist (the pointer is valid
@@ -60,14 +62,16 @@ class Worker {
 
  private:
   std::optional<std::vector<std::string>> followed_assignment() const;
-  void follow_leases(const std::optional<std::vector<std::string>>& assigned);
+  void follow_leases(const std::optional<std::vector<std::string>>& assigned, TimePoint now);
   void give_back_orphan_leases(const std::vector<std::string>& assigned);
   void claim_assigned(const std::vector<std::string>& assigned,
                       const std::vector<std::shared_ptr<Held>>& held, TimePoint now);
   void try_claim(const std::string& id, TimePoint now);
   // claim.cpp
   void claim(const std::string& id, TimePoint now);
+  bool session_judgeable(const std::string& id, const std::string& owner, TimePoint now);
   bool lease_allows_claim(const std::string& id, TimePoint now);
+  void remove_if_orphan(const std::string& id, const LeaseTable::Entry& lease, TimePoint now);
   std::optional<Revision> take_lease(const std::string& id, std::uint64_t epoch);
   void park(const std::string& id, const core::SplitRecord& rec, Revision rev,
             const std::string& problem, Revision lease_rev);
@@ -76,6 +80,8 @@ class Worker {
   std::optional<std::pair<core::SplitRecord, Revision>> cas_claim(const std::string& id,
                                                                   const core::SplitRecord& next,
                                                                   Revision rev, Revision lease_rev);
+  std::optional<Revision> confirm_adopt(const std::string& id, const std::string& value,
+                                        Revision rev, Revision lease_rev);
   void prefetch_spec(const std::string& id);
   std::optional<std::string> check_spec(const std::string& id, TimePoint now);
 
@@ -91,7 +97,17 @@ class Worker {
   std::unordered_map<std::string, SplitSpec> spec_cache_;
   std::map<std::string, TimePoint> spec_absent_since_;  // spec.{id} read as absent since
   // Splits whose lease create had an unknown outcome (worker scope follows their leases).
-  std::set<std::string> doubtful_leases_;
+  // Splits whose lease create had an unknown outcome -> until when it may still land.
+  std::map<std::string, TimePoint> doubtful_leases_;
+  // Foreign leases waited on: the revision seen and since when (remove_if_orphan).
+  struct OrphanWatch {
+    Revision rev = 0;
+    TimePoint since{};
+  };
+  std::map<std::string, OrphanWatch> orphan_watch_;
+  // Worker scope: split -> the peer whose liveness its claim must judge (the lease's or the
+  // record's owner): followed by a session watch while the split is (see follow_leases).
+  std::map<std::string, std::string> session_waits_;
   bool seen_complete_ = false;
   bool seen_stalled_ = false;
 };

@@ -253,22 +253,23 @@ TEST(SimChecker, LanesThatIgnoreTheLapseAreCaught) {
 // fenced by the coordination store, grants resumed from the sink's watermark.
 TEST(SimFaults, TheSinkFailsLosesAndDelaysTransactionsAndTheFenceRefusesZombies) {
   SinkStats total;
-  // A dozen seeds: a zombie reaches the sink only when its pause outlasts its session's deadline
-  // by less than the takeover takes, which is rare.
-  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
-    for (const char* scenario : {"store", "pause"}) {
-      const RunResult r = run(seed, scenario, "sink_fail=0.03,sink_unknown=0.03");
-      ASSERT_TRUE(r.ok()) << r.report();
-      total.failed += r.sink.failed;
-      total.unknown += r.sink.unknown;
-      total.late += r.sink.late;
-      total.settled_landed += r.sink.settled_landed;
-      total.refused += r.sink.refused;
-      total.zombie_refusals += r.sink.zombie_refusals;
-      total.sink_resumes += r.sink.sink_resumes;
-      total.lapsed_lanes += r.sink.lapsed_lanes;
-      EXPECT_EQ(r.history.duplicates, 0u) << "a record reached the sink twice";
-    }
+  // A zombie reaches the sink only when its pause outlasts its session's deadline by less than
+  // the takeover takes, which is rare: 4 of the `pause` seeds 25..40 do (28, 32, 34, 38).
+  std::vector<std::pair<std::uint64_t, const char*>> runs;
+  for (std::uint64_t seed = 1; seed <= 12; ++seed) runs.emplace_back(seed, "store");
+  for (std::uint64_t seed = 25; seed <= 40; ++seed) runs.emplace_back(seed, "pause");
+  for (const auto& [seed, scenario] : runs) {
+    const RunResult r = run(seed, scenario, "sink_fail=0.03,sink_unknown=0.03");
+    ASSERT_TRUE(r.ok()) << r.report();
+    total.failed += r.sink.failed;
+    total.unknown += r.sink.unknown;
+    total.late += r.sink.late;
+    total.settled_landed += r.sink.settled_landed;
+    total.refused += r.sink.refused;
+    total.zombie_refusals += r.sink.zombie_refusals;
+    total.sink_resumes += r.sink.sink_resumes;
+    total.lapsed_lanes += r.sink.lapsed_lanes;
+    EXPECT_EQ(r.history.duplicates, 0u) << "a record reached the sink twice";
   }
   EXPECT_GT(total.failed, 0u);
   EXPECT_GT(total.unknown, 0u);
