@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -46,11 +47,10 @@ double thread_cpu_s() {
 // A field of /proc/self/status in kB (VmRSS, VmHWM); 0 where unavailable.
 long status_kb(const std::string& field) {
   std::ifstream in("/proc/self/status");
-  std::string name;
-  long value = 0;
-  std::string unit;
-  while (in >> name >> value >> unit) {
-    if (name == field + ":") return value;
+  std::string line;
+  const std::string want = field + ":";
+  while (std::getline(in, line)) {
+    if (line.rfind(want, 0) == 0) return std::strtol(line.c_str() + want.size(), nullptr, 10);
   }
   return 0;
 }
@@ -204,6 +204,9 @@ Proc& Projector::spawn(const std::string& instance, VirtualNs first_step) {
   c.lease_duration = std::chrono::milliseconds(pp_.lease_ms);
   c.rebalance_delay = std::chrono::milliseconds(pp_.rebalance_delay_ms);
   c.max_in_flight = pp_.lanes;
+  // Production defaults, shortened to fit a short lease (validate() requires lease >= 3 x op).
+  c.op_timeout = std::min(c.op_timeout, std::chrono::milliseconds(pp_.lease_ms / 6));
+  c.drain_deadline = std::min(c.drain_deadline, std::chrono::milliseconds(pp_.lease_ms));
   c.validate();
 
   runtime::Member::Options o;

@@ -78,7 +78,7 @@ std::string cell(const Grid& g, bool t, int m, std::size_t ph, const Get& get) {
   bool ex = false;
   const auto v = g.value(t, m, ph, get, ex);
   if (!v) return "n/a";
-  return ex ? "~" + num(*v) + "*" : num(*v);
+  return ex ? fmt::format("~{}*", num(*v)) : num(*v);
 }
 
 double role_value(const PhaseResult& p, Role r, const std::function<double(const MemberPhase&)>& f) {
@@ -125,10 +125,10 @@ std::string table(const Grid& g, const std::vector<Column>& cols, std::size_t ph
   std::string out = "| members | targeted |";
   std::string rule = "|---|---|";
   for (const Column& c : cols) {
-    out += " " + c.title + " |";
+    out += fmt::format(" {} |", c.title);
     rule += "---|";
   }
-  out += "\n" + rule + "\n";
+  out += fmt::format("\n{}\n", rule);
   for (int m : g.sizes) {
     for (bool t : {false, true}) {
       out += fmt::format("| {} | {} |", m, t ? "on" : "off");
@@ -138,7 +138,7 @@ std::string table(const Grid& g, const std::vector<Column>& cols, std::size_t ph
           if (!s.empty()) s += " / ";
           s += cell(g, t, m, phase, part);
         }
-        out += " " + s + " |";
+        out += fmt::format(" {} |", s);
       }
       out += "\n";
     }
@@ -249,7 +249,7 @@ std::string fits(const Grid& g) {
         const PowerLaw f = g.fit(t, ph, n.get);
         if (!f.ok) continue;
         std::string res;
-        for (double r : f.residuals) res += (res.empty() ? "" : ", ") + fmt::format("{:.2f}", r);
+        for (double r : f.residuals) res += fmt::format("{}{:.2f}", res.empty() ? "" : ", ", r);
         out += fmt::format("| {} | {} | {} | {:.3g} M^{:.2f} | {} |\n", t ? "on" : "off",
                            g.phases[ph], n.name, f.a, f.b, res);
       }
@@ -294,7 +294,7 @@ std::string markdown_report(const std::vector<ProjectionResult>& runs,
     out += fmt::format("**{}: where the next limit is**\n\n{}\n", g.phases[ph],
                        table(g, limits, ph));
   }
-  out += "**Growth laws**\n\n" + fits(g);
+  out += fmt::format("**Growth laws**\n\n{}", fits(g));
   return out;
 }
 
