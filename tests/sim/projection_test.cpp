@@ -113,7 +113,9 @@ TEST_F(ProjectionTest, TargetedWorkersTrafficDoesNotGrowFrom20To40Members) {
   // Only the leader and the standby hold prefix watches (NATS consumers).
   const PhaseResult& steady = phase(run(true, 40), "steady");
   for (const MemberPhase& m : steady.members) {
-    if (m.role == Role::worker) EXPECT_EQ(m.consumers, 0u) << m.id;
+    if (m.role == Role::worker) {
+      EXPECT_EQ(m.consumers, 0u) << m.id;
+    }
   }
   EXPECT_NE(member_with(steady, Role::standby), nullptr);
 }
