@@ -178,10 +178,11 @@ Projector::Projector(const ProjectionParams& p)
 }
 
 void Projector::fail(const std::string& why) const {
-  throw std::runtime_error(fmt::format("projection ({} members, targeted watches {}), phase '{}' "
-                                       "at {:.3f} s virtual: {}",
-                                       pp_.members, pp_.targeted ? "on" : "off", phase_,
-                                       static_cast<double>(time_.now()) / 1e9, why));
+  throw std::runtime_error(
+      fmt::format("projection ({} members, targeted watches {}), phase '{}' "
+                  "at {:.3f} s virtual: {}",
+                  pp_.members, pp_.targeted ? "on" : "off", phase_,
+                  static_cast<double>(time_.now()) / 1e9, why));
 }
 
 Proc& Projector::spawn(const std::string& instance, VirtualNs first_step) {
@@ -189,13 +190,12 @@ Proc& Projector::spawn(const std::string& instance, VirtualNs first_step) {
   Proc* p = owned.get();
   p->id = static_cast<std::int32_t>(procs_.size());
   p->instance = instance;
-  p->clock =
-      std::make_unique<SimClock>(time_, time_.now(), proc_.range(3600, 7200) * kNsPerS, 0);
+  p->clock = std::make_unique<SimClock>(time_, time_.now(), proc_.range(3600, 7200) * kNsPerS, 0);
   p->rec = std::make_shared<RecordingStore>(mem_, history_);
   p->fis = std::make_shared<FaultInjectingStore>(p->rec, 0);
   p->sim = std::make_shared<SimStore>(
-      env_, p->id, instance, [p] { return p->member ? p->member->nonce() : std::string(); },
-      p->fis, p->rec);
+      env_, p->id, instance, [p] { return p->member ? p->member->nonce() : std::string(); }, p->fis,
+      p->rec);
   p->counter = std::make_shared<OpCountingStore>(p->sim);
   p->metrics = std::make_unique<MetricsRegistry>();
 
@@ -421,7 +421,7 @@ void Projector::measure(PhaseResult& out) {
       out.members.push_back(std::move(m));
       continue;
     }
-    m.role = p->member->is_leader()       ? Role::leader
+    m.role = p->member->is_leader()   ? Role::leader
              : p->instance == standby ? Role::standby
                                       : Role::worker;
     for (const WatchScope& s : p->counter->open_scopes()) {
@@ -562,8 +562,7 @@ void validate(const ProjectionParams& p) {
   if (p.rebalance_delay_ms < 0 || p.rebalance_delay_ms > 600'000) {
     bad(fmt::format("rebalance delay must be 0 .. 600 s, got {} ms", p.rebalance_delay_ms));
   }
-  if (p.steady_leases < 1 || p.steady_leases > 100 || p.phase_leases < 1 ||
-      p.phase_leases > 100) {
+  if (p.steady_leases < 1 || p.steady_leases > 100 || p.phase_leases < 1 || p.phase_leases > 100) {
     bad("steady and phase lengths must be 1..100 leases");
   }
   if (p.bound_leases < p.phase_leases || p.bound_leases > 1000) {

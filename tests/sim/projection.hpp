@@ -37,10 +37,10 @@
 namespace etlc::sim {
 
 struct ProjectionParams {
-  int members = 100;          // 2 .. kMaxProjectedMembers
+  int members = 100;             // 2 .. kMaxProjectedMembers
   std::size_t splits = 100'000;  // 1 .. kMaxProjectedSplits
-  std::uint32_t lanes = 8;    // max_in_flight of every member (1 .. 64)
-  bool targeted = false;      // Member::Options::targeted_watches
+  std::uint32_t lanes = 8;       // max_in_flight of every member (1 .. 64)
+  bool targeted = false;         // Member::Options::targeted_watches
   std::uint64_t seed = 1;
   std::int64_t lease_ms = 15'000;
   std::int64_t rebalance_delay_ms = 20'000;

@@ -11,7 +11,9 @@
 
 namespace etlc::sim {
 
-double PowerLaw::at(double members) const { return a * std::pow(members, b); }
+double PowerLaw::at(double members) const {
+  return a * std::pow(members, b);
+}
 
 PowerLaw fit_power_law(const std::vector<double>& x, const std::vector<double>& y) {
   PowerLaw f;
@@ -81,7 +83,8 @@ std::string cell(const Grid& g, bool t, int m, std::size_t ph, const Get& get) {
   return ex ? fmt::format("~{}*", num(*v)) : num(*v);
 }
 
-double role_value(const PhaseResult& p, Role r, const std::function<double(const MemberPhase&)>& f) {
+double role_value(const PhaseResult& p, Role r,
+                  const std::function<double(const MemberPhase&)>& f) {
   const MemberPhase* m = member_with(p, r);
   return m ? f(*m) : 0;
 }
@@ -150,23 +153,22 @@ std::vector<Column> kind_columns() {
   auto k = [](std::string t, std::function<std::uint64_t(const OpCounts&)> f) {
     return Column{std::move(t), {[f](const PhaseResult& p) { return double(f(p.total)); }}};
   };
-  return {k("get", [](const OpCounts& c) { return c.get; }),
-          k("list", [](const OpCounts& c) { return c.list; }),
-          k("create", [](const OpCounts& c) { return c.create; }),
-          k("update", [](const OpCounts& c) { return c.update; }),
-          k("erase", [](const OpCounts& c) { return c.erase; }),
-          k("prefix watches", [](const OpCounts& c) { return c.watch_prefix; }),
-          k("key watches", [](const OpCounts& c) { return c.watch_keys; }),
-          k("create_many (requests)", [](const OpCounts& c) { return c.create_many_requests; }),
-          k("deliv. member.*",
-            [](const OpCounts& c) { return c.delivered[size_t(KeyFamily::member)]; }),
-          k("deliv. lease.*",
-            [](const OpCounts& c) { return c.delivered[size_t(KeyFamily::lease)]; }),
-          k("deliv. assign.*",
-            [](const OpCounts& c) { return c.delivered[size_t(KeyFamily::assign)]; }),
-          k("deliv. split.*",
-            [](const OpCounts& c) { return c.delivered[size_t(KeyFamily::split)]; }),
-          k("deliv. job.*", [](const OpCounts& c) { return c.delivered[size_t(KeyFamily::job)]; })};
+  return {
+      k("get", [](const OpCounts& c) { return c.get; }),
+      k("list", [](const OpCounts& c) { return c.list; }),
+      k("create", [](const OpCounts& c) { return c.create; }),
+      k("update", [](const OpCounts& c) { return c.update; }),
+      k("erase", [](const OpCounts& c) { return c.erase; }),
+      k("prefix watches", [](const OpCounts& c) { return c.watch_prefix; }),
+      k("key watches", [](const OpCounts& c) { return c.watch_keys; }),
+      k("create_many (requests)", [](const OpCounts& c) { return c.create_many_requests; }),
+      k("deliv. member.*",
+        [](const OpCounts& c) { return c.delivered[size_t(KeyFamily::member)]; }),
+      k("deliv. lease.*", [](const OpCounts& c) { return c.delivered[size_t(KeyFamily::lease)]; }),
+      k("deliv. assign.*",
+        [](const OpCounts& c) { return c.delivered[size_t(KeyFamily::assign)]; }),
+      k("deliv. split.*", [](const OpCounts& c) { return c.delivered[size_t(KeyFamily::split)]; }),
+      k("deliv. job.*", [](const OpCounts& c) { return c.delivered[size_t(KeyFamily::job)]; })};
 }
 
 double sum_members(const PhaseResult& p, const std::function<double(const MemberPhase&)>& f) {
@@ -187,21 +189,18 @@ std::vector<Column> limit_columns() {
       {"leader CPU s (phase)", {[](const PhaseResult& p) { return p.leader_cpu_s; }}},
       {"leader view entries / MB",
        {[](const PhaseResult& p) {
-          return role_value(p, Role::leader, [](const MemberPhase& m) {
-            return double(m.view_entries);
-          });
+          return role_value(p, Role::leader,
+                            [](const MemberPhase& m) { return double(m.view_entries); });
         },
         [](const PhaseResult& p) {
           return role_value(p, Role::leader,
                             [](const MemberPhase& m) { return double(m.view_bytes) / 1e6; });
         }}},
-      {"worker view entries (median)",
-       {[](const PhaseResult& p) {
+      {"worker view entries (median)", {[](const PhaseResult& p) {
          return double(
              worker_spread(p, [](const MemberPhase& m) { return m.view_entries; }).median);
        }}},
-      {"fleet view entries",
-       {[](const PhaseResult& p) {
+      {"fleet view entries", {[](const PhaseResult& p) {
          return sum_members(p, [](const MemberPhase& m) { return double(m.view_entries); });
        }}},
       {"NATS connections / consumers / key subs",
@@ -226,9 +225,8 @@ std::string fits(const Grid& g) {
       {"total store calls", [](const PhaseResult& p) { return double(p.total.operations()); }},
       {"worker deliveries (median)",
        [](const PhaseResult& p) {
-         return double(worker_spread(p, [](const MemberPhase& m) {
-                         return m.ops.deliveries();
-                       }).median);
+         return double(
+             worker_spread(p, [](const MemberPhase& m) { return m.ops.deliveries(); }).median);
        }},
       {"leader deliveries",
        [](const PhaseResult& p) {
@@ -291,8 +289,8 @@ std::string markdown_report(const std::vector<ProjectionResult>& runs,
   }
   const auto limits = limit_columns();
   for (std::size_t ph = 0; ph < g.phases.size(); ++ph) {
-    out += fmt::format("**{}: where the next limit is**\n\n{}\n", g.phases[ph],
-                       table(g, limits, ph));
+    out +=
+        fmt::format("**{}: where the next limit is**\n\n{}\n", g.phases[ph], table(g, limits, ph));
   }
   out += fmt::format("**Growth laws**\n\n{}", fits(g));
   return out;
