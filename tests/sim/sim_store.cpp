@@ -238,9 +238,10 @@ std::unique_ptr<Watch> SimStore::open_watch(
   // The member's own notify is not used: the World wakes members when events become due.
   std::weak_ptr<bool> dirty = core->dirty;
   std::weak_ptr<bool> any = any_dirty_;
-  inner_opts.notify = [dirty, any] {
+  inner_opts.notify = [dirty, any, queued = env_.on_queued, inc = inc_] {
     if (auto d = dirty.lock()) *d = true;
     if (auto a = any.lock()) *a = true;
+    if (queued) queued(inc);
   };
   core->inner = open(std::move(inner_opts));
   env_.trace->add(env_.time->now(), TraceKind::note, inc_, what);

@@ -80,6 +80,9 @@ struct SimEnv {
   const std::uint64_t* current_call = nullptr;
   std::function<void(LateWrite)> schedule_late;
   VirtualNs late_max = 500 * kNsPerMs;  // how late a late write may land
+  // Optional: told (with this store's incarnation) when the shared store queued an event on one
+  // of its watches, so a driver of thousands of members pumps only those (projection.hpp).
+  std::function<void(std::int32_t)> on_queued;
 };
 
 struct SimWatchCore;
