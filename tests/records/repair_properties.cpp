@@ -18,10 +18,9 @@ struct TermEvents {
 };
 
 RC_GTEST_PROP(RepairProperties, a_rebuild_without_memory_lands_above_every_earlier_term, ()) {
-  const auto terms = *rc::gen::container<std::vector<TermEvents>>(
-      rc::gen::build<TermEvents>(rc::gen::set(&TermEvents::rebuilds, rc::gen::inRange<int>(0, 50)),
-                                 rc::gen::set(&TermEvents::claims,
-                                              rc::gen::inRange<int>(0, 5000))));
+  const auto terms = *rc::gen::container<std::vector<TermEvents>>(rc::gen::build<TermEvents>(
+      rc::gen::set(&TermEvents::rebuilds, rc::gen::inRange<int>(0, 50)),
+      rc::gen::set(&TermEvents::claims, rc::gen::inRange<int>(0, 5000))));
   RC_PRE(!terms.empty());
   std::uint64_t epoch = 0;
   std::uint64_t term = 1;

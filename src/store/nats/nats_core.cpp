@@ -731,7 +731,7 @@ Published Core::publish(std::string_view key, std::string_view value, std::uint6
 
 void Core::register_watch(const std::shared_ptr<RegisteredWatch>& state) {
   MutexLock lock(watches_mu_);
-  watches_[state.get()] = state;
+  watches_[state.get()] = Registration{state, disconnects_seen_};
 }
 
 void Core::unregister_watch(const RegisteredWatch* state) {
@@ -742,8 +742,8 @@ void Core::unregister_watch(const RegisteredWatch* state) {
 std::vector<std::shared_ptr<RegisteredWatch>> Core::live_watches() const {
   std::vector<std::shared_ptr<RegisteredWatch>> live;
   MutexLock lock(watches_mu_);
-  for (const auto& [ptr, weak] : watches_) {
-    if (auto state = weak.lock()) live.push_back(std::move(state));
+  for (const auto& [ptr, reg] : watches_) {
+    if (auto state = reg.watch.lock()) live.push_back(std::move(state));
   }
   return live;
 }
@@ -752,10 +752,19 @@ void Core::break_watches(std::string_view reason) {
   for (auto& state : live_watches()) state->fail(std::string(reason));
 }
 
-void Core::break_disconnect_sensitive_watches(std::string_view reason) {
-  for (auto& state : live_watches()) {
-    if (state->breaks_on_disconnect()) state->fail(std::string(reason));
+void Core::break_disconnect_sensitive_watches(std::string_view reason, bool drop) {
+  std::vector<std::shared_ptr<RegisteredWatch>> doomed;
+  {
+    MutexLock lock(watches_mu_);
+    for (const auto& [ptr, reg] : watches_) {
+      if (!drop && reg.generation >= disconnects_seen_) continue;
+      if (auto state = reg.watch.lock(); state && state->breaks_on_disconnect()) {
+        doomed.push_back(std::move(state));
+      }
+    }
+    if (drop) ++disconnects_seen_;
   }
+  for (auto& state : doomed) state->fail(std::string(reason));  // outside: fail takes its locks
 }
 
 std::size_t Core::watcher_count() const {
@@ -774,7 +783,7 @@ void Core::on_disconnected(natsConnection*, void* closure) {
     etlc::log().warn("nats: bucket '{}': disconnected, reconnecting", core->bucket_);
     // Change hints published while we are away are lost for good.
     core->break_disconnect_sensitive_watches(
-        "the NATS connection dropped: key watch hints may have been lost; re-watch");
+        "the NATS connection dropped: key watch hints may have been lost; re-watch", true);
   }
 }
 
@@ -784,9 +793,10 @@ void Core::on_reconnected(natsConnection*, void* closure) {
   ev->reconnects.fetch_add(1);
   if (auto core = ev->core.lock()) {
     etlc::log().info("nats: bucket '{}': reconnected", core->bucket_);
-    // Also here, in case a watch opened between the drop and its callback.
+    // Also here, in case a watch registered before the drop escaped its callback.
     core->break_disconnect_sensitive_watches(
-        "the NATS connection was re-established: key watch hints may have been lost; re-watch");
+        "the NATS connection was re-established: key watch hints may have been lost; re-watch",
+        false);
   }
 }
 

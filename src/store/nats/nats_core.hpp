@@ -150,7 +150,11 @@ class Core : public std::enable_shared_from_this<Core> {
   // Fails every registered watch (RegisteredWatch::fail, which takes the watch's own lock).
   void break_watches(std::string_view reason) ETLC_EXCLUDES(watches_mu_);
   // Fails the watches that a dropped connection may have made lose events (key watches).
-  void break_disconnect_sensitive_watches(std::string_view reason) ETLC_EXCLUDES(watches_mu_);
+  // `drop`: the connection dropped; every such watch registered so far breaks and a new
+  // generation starts. Otherwise (reconnected): only those registered before the last drop, so a
+  // watch opened on the re-established connection before this callback ran is kept.
+  void break_disconnect_sensitive_watches(std::string_view reason, bool drop)
+      ETLC_EXCLUDES(watches_mu_);
   std::size_t watcher_count() const ETLC_EXCLUDES(watches_mu_);
 
   // A guarded publish's reply judged as publish() judges it: ok (not a duplicate id), or !ok for
@@ -229,8 +233,12 @@ class Core : public std::enable_shared_from_this<Core> {
   KeyWatchCounters key_counters_;
 
   mutable Mutex watches_mu_;
-  std::unordered_map<const RegisteredWatch*, std::weak_ptr<RegisteredWatch>> watches_
-      ETLC_GUARDED_BY(watches_mu_);
+  struct Registration {
+    std::weak_ptr<RegisteredWatch> watch;
+    std::uint64_t generation = 0;  // disconnects_seen_ when it registered
+  };
+  std::unordered_map<const RegisteredWatch*, Registration> watches_ ETLC_GUARDED_BY(watches_mu_);
+  std::uint64_t disconnects_seen_ ETLC_GUARDED_BY(watches_mu_) = 0;
 
   // Taken alone (never with another Core lock held).
   Mutex reader_mu_;
