@@ -465,6 +465,40 @@ TEST(SimRegression, AShortSplitViewRecountsBeforeItWaits_Operator18617) {
   EXPECT_TRUE(r.ok()) << r.report();
 }
 
+// Bug 20: a fenced owner adopted its split on a stale read of its own old tenancy, after the
+// leader had rebuilt the record (the adopt is now a no-op CAS at the revision read).
+TEST(SimRegression, AnAdoptIsConfirmedByACas_Chaos13509) {
+  const RunResult r = run(13509, "chaos");
+  EXPECT_TRUE(r.ok()) << r.report();
+}
+
+// Bug 21: a parked split was requeued on a stale read of its damaged spec.
+TEST(SimRegression, ARequeueNeedsASpecConfirmedCurrent_Chaos18020) {
+  const RunResult r = run(18020, "chaos");
+  EXPECT_TRUE(r.ok()) << r.report();
+}
+
+// Bug 22: a worker watching only its own keys judged a dead owner live on a stale point read, so
+// its takeover consumed no attempt (it now follows the owner's session: view and read agree).
+TEST(SimRegression, AWorkerJudgesAPeerByItsSessionViewAndARead_Chaos16550_25134_43135) {
+  for (std::uint64_t seed : {16550, 25134, 43135}) {
+    const RunResult r = run(seed, "chaos");
+    EXPECT_TRUE(r.ok()) << r.report();
+  }
+}
+
+// Bug 23: two rebuilds in one term reached the epoch a memoryless rebuild of the next term took.
+TEST(SimRegression, OneTermsRebuildsStayBelowTheNextTermsFloor_Operator15832) {
+  const RunResult r = run(15832, "operator");
+  EXPECT_TRUE(r.ok()) << r.report();
+}
+
+// Bug 24: a lease create that landed late, unseen by its sender, held a split for ever.
+TEST(SimRegression, AnOrphanLeaseOfALiveMemberIsRemoved_Chaos29254) {
+  const RunResult r = run(29254, "chaos");
+  EXPECT_TRUE(r.ok()) << r.report();
+}
+
 // --- the simulator's machinery
 // --------------------------------------------------------------------
 
