@@ -29,12 +29,12 @@
 //              and claims nothing. resume deletes it; work continues from the committed progress.
 //              resume also clears a plan the leader gave up on (verdict failed: the planner failed
 //              max_planner_failures times), so the leader plans again.
-//  * reset     forgets all progress: deletes every split, spec, lease, assignment, session and
-//              the leader record, and rewrites the plan record unplanned (same fingerprint), so
-//              the next leader re-plans from scratch. Cordons and a pause are kept. The plan
-//              record keeps the highest term the job had (the term floor): a later leader's term
-//              is above every term before the reset, so a deposed leader's late writes stay
-//              fenced. Refused while any member's session is live.
+//  * reset     forgets all progress: deletes every split, spec, lease, assignment, session, the
+//              standby record and the leader record, and rewrites the plan record unplanned (same
+//              fingerprint), so the next leader re-plans from scratch. Cordons and a pause are
+//              kept. The plan record keeps the highest term the job had (the term floor): a later
+//              leader's term is above every term before the reset, so a deposed leader's late
+//              writes stay fenced. Refused while any member's session is live.
 //  * seek      sets one split's progress (watermark and state) back or forward by CAS on its
 //              record, bumping its epoch (fencing any lane of an earlier tenancy, and making a
 //              member that held it before resume from the new progress). A completed split
@@ -115,6 +115,14 @@ struct LeaderStatus {
   // How long this JobAdmin has seen this very leader record (instance, nonce, term): 0 on the
   // first look. The store keeps no timestamps, so a single look cannot tell more.
   std::chrono::milliseconds observed_for{0};
+};
+
+// The member that keeps the leader's views warm for a failover (job.standby; decision 0009).
+struct StandbyStatus {
+  std::string instance;
+  std::string nonce;
+  // Its instance has a session record with the same nonce; false: the leader removes the record.
+  bool has_session = false;
 };
 
 struct PlanStatus {
@@ -203,6 +211,8 @@ struct JobStatus {
   bool found = false;
   std::optional<PauseStatus> paused;  // set while the job is paused
   std::optional<LeaderStatus> leader;
+  std::optional<StandbyStatus> standby;  // none: no member stands by (the leader is alone, or
+                                         // targeted watches are off, or it just failed over)
   std::optional<PlanStatus> plan;
   SplitCounts splits;
   std::vector<MemberStatus> members;  // sorted by instance id

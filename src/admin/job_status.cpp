@@ -70,6 +70,14 @@ std::optional<LeaderStatus> leader_status(const JobSnapshot& snap) {
   return l;
 }
 
+std::optional<StandbyStatus> standby_status(const JobSnapshot& snap) {
+  if (!snap.standby) return std::nullopt;
+  StandbyStatus s{snap.standby->owner, snap.standby->nonce, false};
+  auto it = snap.members.find(s.instance);
+  s.has_session = it != snap.members.end() && it->second.rec.nonce == s.nonce;
+  return s;
+}
+
 std::optional<PlanStatus> plan_status(const JobSnapshot& snap) {
   if (!snap.plan) return std::nullopt;
   const core::PlanRecord& p = *snap.plan;
@@ -190,6 +198,7 @@ JobStatus build_status(const JobSnapshot& snap) {
   st.found = snap.plan || snap.leader || !snap.members.empty();
   if (snap.pause) st.paused = PauseStatus{snap.pause->reason, snap.pause->by, snap.pause->since_ms};
   st.leader = leader_status(snap);
+  st.standby = standby_status(snap);
   st.plan = plan_status(snap);
   st.splits = count_splits(snap);
 

@@ -215,6 +215,7 @@ ResetResult JobAdmin::reset(milliseconds max_wait) {
   if (plan_written) {
     if (auto leader = store_.get(core::kLeaderKey)) doomed.push_back(std::move(*leader));
   }
+  if (auto standby = store_.get(core::kStandbyKey)) doomed.push_back(std::move(*standby));
   for (const Entry& e : doomed) {
     if (!erase_key(store_, e.key, e.revision)) {
       throw Error(fmt::format(

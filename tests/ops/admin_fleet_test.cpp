@@ -60,6 +60,10 @@ TEST_F(AdminFleet, status_of_a_converged_job_matches_the_members_own_view) {
   EXPECT_EQ(st.leader->instance, fleet->leader_id());
   EXPECT_TRUE(st.leader->has_session);
   EXPECT_EQ(st.leader->term, fleet->plan_record()->term);
+  // One member besides the leader stands by (decision 0009), with a live session.
+  ASSERT_TRUE(st.standby.has_value());
+  EXPECT_NE(st.standby->instance, st.leader->instance);
+  EXPECT_TRUE(st.standby->has_session);
   ASSERT_TRUE(st.plan.has_value());
   EXPECT_TRUE(st.plan->planned);
   EXPECT_EQ(st.plan->planned_splits, 12u);

@@ -117,6 +117,10 @@ TEST_F(Cli, status_describes_the_live_job_in_text_and_json) {
   EXPECT_EQ(j["found"], true);
   EXPECT_EQ(j["leader"]["instance"], live->leader());
   EXPECT_EQ(j["leader"]["has_session"], true);
+  ASSERT_TRUE(j.contains("standby")) << j;  // null until a member takes the role
+  if (!j["standby"].is_null()) {
+    EXPECT_NE(j["standby"]["instance"], live->leader());
+  }
   EXPECT_EQ(j["plan"]["finality"], "final");
   EXPECT_EQ(j["plan"]["verdict"], "running");
   EXPECT_EQ(j["plan"]["planned_splits"], 12);

@@ -274,6 +274,8 @@ TEST_F(Lifecycle, a_finished_job_tells_the_truth_and_can_be_seeked_reset_and_del
   EXPECT_EQ(st["splits"]["total"], 0);
   EXPECT_EQ(st["plan"]["planned"], false);
   EXPECT_GE(st["plan"]["term"].get<std::uint64_t>(), term);
+  EXPECT_FALSE(observer->get(core::kStandbyKey)) << "a standby record names a departed member";
+  EXPECT_TRUE(st["standby"].is_null()) << st;
 
   // The job runs again from scratch, under a term above every earlier one.
   run_to_completion({"f1", "f2"}, 6, stores());

@@ -34,6 +34,13 @@ nlohmann::ordered_json status_json(const std::string& job, const JobStatus& st) 
   } else {
     j["leader"] = nullptr;
   }
+  if (st.standby) {
+    j["standby"] = Json{{"instance", st.standby->instance},
+                        {"nonce", st.standby->nonce},
+                        {"has_session", st.standby->has_session}};
+  } else {
+    j["standby"] = nullptr;
+  }
   if (st.plan) {
     const PlanStatus& p = *st.plan;
     j["plan"] = Json{{"fingerprint", p.fingerprint},

@@ -46,6 +46,7 @@ std::string balance_text(const BalanceStatus& b) {
 std::string member_state(const MemberStatus& m, const JobStatus& st) {
   std::vector<std::string> parts;
   if (st.leader && st.leader->instance == m.instance) parts.emplace_back("leader");
+  if (st.standby && st.standby->instance == m.instance) parts.emplace_back("standby");
   if (!m.has_session) parts.emplace_back("no session (departed)");
   if (m.has_session && !m.fingerprint_matches) parts.emplace_back("foreign fingerprint");
   if (m.cordoned) {
@@ -115,6 +116,11 @@ std::string status_text(const std::string& job, const std::string& bucket, const
     out += '\n';
   } else {
     out += fmt::format("leader    none ({})\n", leaderless_text(st));
+  }
+  if (st.standby) {
+    out += fmt::format(
+        "standby   {}{}\n", safe(st.standby->instance),
+        st.standby->has_session ? "" : "  -- its session is gone; the leader removes it");
   }
   if (st.paused) {
     out += fmt::format(
