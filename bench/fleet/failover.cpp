@@ -41,7 +41,9 @@ Result run_failover(const BackendOptions& bo, const FailoverOptions& o) {
     fleet.start_all(rest, 4);
   }
   auto settle = [&] {
-    return Fleet::wait_for([&] { return fleet.held_total() == o.splits && fleet.settled(); }, 60s);
+    return Fleet::wait_for(
+        [&] { return fleet.held_total() == o.splits && fleet.settled(); },
+        std::chrono::milliseconds(static_cast<std::int64_t>(o.settle_timeout_s * 1000)));
   };
 
   const double floor_ms = static_cast<double>(o.lease_ms + o.rebalance_delay_ms);
@@ -52,7 +54,10 @@ Result run_failover(const BackendOptions& bo, const FailoverOptions& o) {
   std::size_t missed = 0;
   Json rounds = Json::array();
   for (std::size_t r = 0; r < o.rounds; ++r) {
-    if (!settle()) throw std::runtime_error("failover: the fleet did not settle");
+    if (!settle()) {
+      throw std::runtime_error(
+          fmt::format("failover: the fleet did not settle within {:.0f} s", o.settle_timeout_s));
+    }
     // Kill at a different phase of the victim's renewal cycle each round (fixed seed).
     std::this_thread::sleep_for(std::chrono::milliseconds(
         o.lease_ms / 2 +

@@ -28,7 +28,8 @@ struct FailoverOptions {
   std::int64_t lease_ms = 1500;
   std::int64_t op_timeout_ms = 300;
   std::int64_t rebalance_delay_ms = 500;
-  bool leader = false;  // kill the leader instead of a worker
+  bool leader = false;             // kill the leader instead of a worker
+  double settle_timeout_s = 60.0;  // bound on the fleet's settling before each round (10^5: more)
 };
 // A member is abandoned (crash: nothing released); we time until every split it held is claimed
 // by a survivor (and, when the leader is killed, until the new leader's first publish).
