@@ -116,7 +116,8 @@ int main(int argc, char** argv) {
                {"op_timeout_ms", fo.op_timeout_ms},
                {"rebalance_delay_ms", fo.rebalance_delay_ms},
                {"leader", fo.leader},
-               {"settle_timeout_s", fo.settle_timeout_s}};
+               {"settle_timeout_s", fo.settle_timeout_s},
+               {"lanes", fo.lanes}};
     run = [&] { return run_failover(backend, fo); };
   });
 
