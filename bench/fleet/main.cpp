@@ -104,6 +104,7 @@ int main(int argc, char** argv) {
   f->add_option("--op-timeout-ms", fo.op_timeout_ms);
   f->add_option("--rebalance-delay-ms", fo.rebalance_delay_ms);
   f->add_flag("--leader", fo.leader, "kill the leader");
+  f->add_option("--lanes", fo.lanes, "lanes per member (default: splits, at most 1024)");
   f->add_option(
       "--settle-timeout-s", fo.settle_timeout_s,
       "bound on settling before each round (seeding and claiming 10^5 splits takes longer)");
