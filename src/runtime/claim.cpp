@@ -26,6 +26,7 @@ constexpr auto kClaimRetry = std::chrono::milliseconds(100);
 bool Worker::session_judgeable(const std::string& id, const std::string& owner, TimePoint now) {
   if (owner == ctx_.instance || views_.session_known(owner)) return true;
   session_waits_[id] = owner;
+  follow_waited_sessions();  // now: its snapshot (sessions_known) is what wakes the claim
   claim_retry_at_[id] = now + ctx_.config.lease_duration / 3;
   return false;
 }

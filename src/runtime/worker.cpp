@@ -78,6 +78,10 @@ void Worker::follow_leases(const std::optional<std::vector<std::string>>& assign
   views_.follow_leases(follow);
   std::erase_if(orphan_watch_, [&](const auto& kv) { return !follow.count(kv.first); });
   std::erase_if(session_waits_, [&](const auto& kv) { return !follow.count(kv.first); });
+  follow_waited_sessions();
+}
+
+void Worker::follow_waited_sessions() {
   std::set<std::string> sessions;
   for (const auto& [id, owner] : session_waits_) sessions.insert(owner);
   views_.follow_sessions(sessions);

@@ -70,6 +70,7 @@ class Worker {
   // claim.cpp
   void claim(const std::string& id, TimePoint now);
   bool session_judgeable(const std::string& id, const std::string& owner, TimePoint now);
+  void follow_waited_sessions();
   bool lease_allows_claim(const std::string& id, TimePoint now);
   void remove_if_orphan(const std::string& id, const LeaseTable::Entry& lease, TimePoint now);
   std::optional<Revision> take_lease(const std::string& id, std::uint64_t epoch);
