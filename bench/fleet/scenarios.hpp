@@ -15,6 +15,7 @@ namespace etlc::bench {
 struct HandoffOptions {
   std::size_t handoffs = 200;  // samples
   std::size_t splits = 16;
+  bool plain_workers = false;  // a cordoned leader and standby besides A and B
 };
 // Two members; an operator cordon moves every split of one member to the other, then an
 // uncordon moves half back, and so on. Each parked revocation is released (release_drained) one
