@@ -77,6 +77,8 @@ Result run_failover(const BackendOptions& bo, const FailoverOptions& o) {
     }
     if (victim == nullptr) throw std::runtime_error("failover: no victim");
     const std::vector<std::string> held = victim->coord->held_splits();
+    // Who should take over a dead leader at once: the standby named now (decision 0009).
+    const std::string standby = o.leader ? standby_of(*victim->store) : std::string();
     const Time t_renew = from_ns(victim->last_renew_ns.load());
     const Time t_kill = now();
     fleet.kill(*victim);
@@ -96,9 +98,11 @@ Result run_failover(const BackendOptions& bo, const FailoverOptions& o) {
     if (o.leader) {
       auto elected = fleet.timeline().first_leader_write_after(t_kill, victim->id);
       auto publish = fleet.timeline().first_assign_write_after(t_kill, victim->id);
+      jr["standby_at_kill"] = standby;
       if (elected) {
         elect_ms.push_back(ms_between(t_kill, elected->at));
         jr["elected_ms"] = elect_ms.back();
+        jr["new_leader"] = elected->member;
       }
       if (publish) {
         publish_ms.push_back(ms_between(t_kill, publish->at));

@@ -5,6 +5,11 @@
 // by the member's user thread and released here one at a time, so each sample is one isolated
 // handoff: A's release (record CAS clearing the owner, then the lease delete), B's lease watch
 // event, B's control loop waking, and B's claim (record and spec reads, lease create, record CAS).
+//
+// With two members B is the standby (fleet-wide views, decision 0009). `--plain-workers` starts a
+// leader and a standby first and cordons both, so they hold nothing and every handoff is between
+// two plain workers A and B: with targeted watches, B learns of the freed lease through the key
+// watch it opened on that lease, not through the `lease.*` prefix watch.
 #include <fmt/format.h>
 
 #include <array>
@@ -65,7 +70,9 @@ void attribute(const Sample& s, const std::vector<TraceEntry>& from,
   if (cas == nullptr || del == nullptr || polled == nullptr) return;
   const TraceEntry* notified = nullptr;
   for (const auto& e : to) {
-    if (e.kind == K::notify && e.key == core::kLeasePrefix && e.start_ns >= del->start_ns &&
+    // A prefix watch's notify is traced under its prefix, a key watch's under its first key.
+    const bool lease_watch = e.key == core::kLeasePrefix || e.key.starts_with(core::kLeasePrefix);
+    if (e.kind == K::notify && lease_watch && e.start_ns >= del->start_ns &&
         e.start_ns <= polled->start_ns) {
       notified = &e;
       break;
@@ -109,6 +116,24 @@ std::pair<double, double> calibrate(KvStore& store) {
   return {median(get_ms), median(cas_ms)};
 }
 
+// --plain-workers: a leader, then a standby, each cordoned before the next starts (a cordoned
+// member keeps its roles but is given no split), so A and B are neither.
+void start_bystanders(Fleet& fleet, JobAdmin& admin, KvStore& store,
+                      std::vector<MemberSlot*>& out) {
+  MemberSlot& leader = fleet.add("handoff-leader");
+  admin.cordon(leader.id, "fleet_bench handoff: leader holds nothing");
+  fleet.start(leader);
+  out.push_back(&leader);
+  if (!Fleet::wait_for([&] { return leader.coord->is_leader(); }, 10s))
+    throw std::runtime_error("handoff: the first bystander did not become leader");
+  MemberSlot& standby = fleet.add("handoff-standby");
+  admin.cordon(standby.id, "fleet_bench handoff: standby holds nothing");
+  fleet.start(standby);
+  out.push_back(&standby);
+  // Without targeted watches there is no standby: then this is just a second bystander.
+  Fleet::wait_for([&] { return standby_of(store) == standby.id; }, 10s);
+}
+
 }  // namespace
 
 Result run_handoff(const BackendOptions& bo, const HandoffOptions& o) {
@@ -124,26 +149,29 @@ Result run_handoff(const BackendOptions& bo, const HandoffOptions& o) {
   fo.revoke = RevokePolicy::queue;
   Fleet fleet(*backend, fo);
 
+  auto admin_store = backend->connect("handoff-admin");
+  JobAdmin admin(*admin_store);
+  std::vector<MemberSlot*> bystanders;  // --plain-workers: the leader and the standby, cordoned
+  if (o.plain_workers) start_bystanders(fleet, admin, *admin_store, bystanders);
+
   MemberSlot& a = fleet.add("handoff-a");
   MemberSlot& b = fleet.add("handoff-b");
   a.store->enable_trace(kTraceEntries);
   b.store->enable_trace(kTraceEntries);
   fleet.start(a);
-  if (!Fleet::wait_for([&] { return a.coord->is_leader(); }, 10s))
+  if (!o.plain_workers && !Fleet::wait_for([&] { return a.coord->is_leader(); }, 10s))
     throw std::runtime_error("handoff: the first member did not become leader");
   fleet.start(b);
   if (!Fleet::wait_for([&] { return fleet.held_total() == o.splits && fleet.settled(); }, 60s))
     throw std::runtime_error("handoff: the fleet did not settle");
-
-  auto admin_store = backend->connect("handoff-admin");
-  JobAdmin admin(*admin_store);
 
   std::vector<double> total_ms, release_ms, after_release_ms;
   std::vector<Sample> samples;
   std::size_t missed = 0;
   const Time deadline = now() + std::chrono::seconds(60 + o.handoffs / 2);
 
-  MemberSlot* both[] = {&a, &b};
+  std::vector<MemberSlot*> both = {&a, &b};
+  both.insert(both.end(), bystanders.begin(), bystanders.end());
   auto drain_all = [&] {
     for (;;) {
       if (now() > deadline) return;
@@ -163,7 +191,12 @@ Result run_handoff(const BackendOptions& bo, const HandoffOptions& o) {
             ++missed;
             continue;
           }
-          samples.push_back(Sample{*id, m, claim->member == a.id ? &a : &b, t0, t1});
+          MemberSlot* to = claim->member == a.id ? &a : &b;
+          if (claim->member != a.id && claim->member != b.id) {
+            ++missed;  // a bystander claimed: cannot happen while it is cordoned
+            continue;
+          }
+          samples.push_back(Sample{*id, m, to, t0, t1});
           total_ms.push_back(ms_between(t0, claim->at));
           release_ms.push_back(ms_between(t0, t1));
           after_release_ms.push_back(ms_between(t1, claim->at));
@@ -206,11 +239,16 @@ Result run_handoff(const BackendOptions& bo, const HandoffOptions& o) {
   res.add("claim_after_release_ms_p50", median(after_release_ms));
   res.add("samples", static_cast<double>(total_ms.size()));
   res.add("missed", static_cast<double>(missed));
-  res.detail["config"] = {{"members", 2},
+  const std::string standby_at_end = standby_of(*admin_store);
+  const MemberSlot* leader_at_end = fleet.leader();
+  res.detail["config"] = {{"members", 2 + bystanders.size()},
+                          {"plain_workers", o.plain_workers},
                           {"splits", o.splits},
                           {"lease_ms", fo.base.lease_duration.count()},
                           {"assignment_interval_ms", fo.base.assignment_interval.count()},
                           {"target_p50_ms", bo.store == "nats" ? 2.0 : 1.0}};
+  res.detail["leader_at_end"] = leader_at_end != nullptr ? leader_at_end->id : std::string();
+  res.detail["standby_at_end"] = standby_at_end;
   res.detail["handoff_ms"] = latency_json(total_ms);
   res.detail["release_drained_ms"] = latency_json(release_ms);
   res.detail["claim_after_release_ms"] = latency_json(after_release_ms);
@@ -240,6 +278,10 @@ Result run_handoff(const BackendOptions& bo, const HandoffOptions& o) {
   }
   res.rows.push_back({"store round trip now: get / CAS (p50)", "200",
                       fmt_num(rtt_get_ms, 3) + " / " + fmt_num(rtt_cas_ms, 3), "", "", ""});
+  if (o.plain_workers && (standby_at_end == a.id || standby_at_end == b.id || leader_at_end == &a ||
+                          leader_at_end == &b)) {
+    res.notes.push_back("a handoff member led or was the standby at the end: not plain workers");
+  }
   if (missed > 0)
     res.notes.push_back(fmt::format("{} handoffs missed (no claim within 5 s)", missed));
   return res;

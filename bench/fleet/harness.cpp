@@ -477,6 +477,16 @@ bool Fleet::wait_for(const std::function<bool()>& pred, std::chrono::millisecond
 
 // ---------------------------------------------------------------------------------------------
 
+std::string standby_of(KvStore& store) {
+  auto e = store.get(core::kStandbyKey);
+  if (!e) return {};
+  try {
+    return core::decode_standby(core::kStandbyKey, e->value).owner;
+  } catch (const core::RecordError&) {
+    return {};
+  }
+}
+
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
   std::sort(v.begin(), v.end());

@@ -232,6 +232,9 @@ class Fleet {
   std::map<std::string, std::vector<std::string>> parked_;  // member -> split ids
 };
 
+// The member job.standby names (empty: none or unreadable). Store errors propagate.
+std::string standby_of(KvStore& store);
+
 // Nearest-rank percentile of `v` (p in [0, 100]); NaN for an empty sample.
 double percentile(std::vector<double> v, double p);
 double median(std::vector<double> v);

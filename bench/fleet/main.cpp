@@ -89,9 +89,12 @@ int main(int argc, char** argv) {
   auto* h = app.add_subcommand("handoff", "release_drained -> assignee's claim durable");
   h->add_option("--handoffs", ho.handoffs, "samples");
   h->add_option("--splits", ho.splits);
+  h->add_flag("--plain-workers", ho.plain_workers,
+              "hand off between two plain workers: a leader and a standby start first, cordoned");
   h->callback([&] {
     scenario = "handoff";
-    options = {{"handoffs", ho.handoffs}, {"splits", ho.splits}};
+    options = {
+        {"handoffs", ho.handoffs}, {"splits", ho.splits}, {"plain_workers", ho.plain_workers}};
     run = [&] { return run_handoff(backend, ho); };
   });
 

@@ -14,8 +14,6 @@
 #include <array>
 #include <map>
 
-#include "core/keys.hpp"
-#include "core/records.hpp"
 #include "scenarios.hpp"
 
 namespace etlc::bench {
@@ -72,17 +70,6 @@ Deliveries deliveries(const Snapshot& from, const Snapshot& to, const MemberSlot
     }
   }
   return d;
-}
-
-// The member job.standby names (empty: none or unreadable).
-std::string standby_of(KvStore& store) {
-  auto e = store.get(core::kStandbyKey);
-  if (!e) return {};
-  try {
-    return core::decode_standby(core::kStandbyKey, e->value).owner;
-  } catch (const core::RecordError&) {
-    return {};
-  }
 }
 
 }  // namespace

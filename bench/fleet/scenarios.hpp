@@ -15,10 +15,12 @@ namespace etlc::bench {
 struct HandoffOptions {
   std::size_t handoffs = 200;  // samples
   std::size_t splits = 16;
+  bool plain_workers = false;  // a cordoned leader and standby besides A and B
 };
 // Two members; an operator cordon moves every split of one member to the other, then an
 // uncordon moves half back, and so on. Each parked revocation is released (release_drained) one
-// at a time and timed until the assignee's claim CAS is acknowledged.
+// at a time and timed until the assignee's claim CAS is acknowledged. `plain_workers`: a leader
+// and a standby start first, cordoned, so A and B are plain workers (key-watched leases).
 Result run_handoff(const BackendOptions& backend, const HandoffOptions& o);
 
 struct FailoverOptions {
