@@ -217,33 +217,26 @@ ViewChanges FleetViews::drain(TimePoint now) {
   }
   out.more |= assign_me_.drain(ctx_, assign, unreadable);
   if (leader_session_) out.more |= leader_session_->drain(ctx_, member, unreadable);
-  out.more |= drain_leases(now, out);
-  out.more |= drain_sessions(now, out);
+  out.more |= drain_slots(
+      lease_slots_, now, [&](const WatchEvent& e) { on_lease_event(e, out); }, out,
+      out.leases_known);
+  out.more |= drain_slots(session_slots_, now, member, out, out.sessions_known);
   follow_leader_session();  // a new leader's session is followed at once
   return out;
 }
 
-bool FleetViews::drain_leases(TimePoint now, ViewChanges& out) {
+// Drains key-watch slots by key; each slot whose snapshot just arrived is named in `known` (a
+// snapshot that says "absent" delivers no event, and what waited for it must still wake).
+bool FleetViews::drain_slots(std::map<std::string, WatchSlot>& slots, TimePoint now,
+                             const std::function<void(const WatchEvent&)>& handle, ViewChanges& out,
+                             std::vector<std::string>& known) {
   bool more = false;
-  for (auto& [id, slot] : lease_slots_) {
+  for (auto& [id, slot] : slots) {
     const bool was_known = slot.caught_up();
-    more |= slot.drain(
-        ctx_, [&](const WatchEvent& e) { on_lease_event(e, out); },
-        [&](const WatchEvent& e, const std::string& error) { on_unreadable(e, error, now, out); });
-    // A snapshot that says "absent" delivers no event: the claim waiting for it must still wake.
-    if (!was_known && slot.caught_up()) out.leases_known.push_back(id);
-  }
-  return more;
-}
-
-bool FleetViews::drain_sessions(TimePoint now, ViewChanges& out) {
-  bool more = false;
-  for (auto& [id, slot] : session_slots_) {
-    const bool was_known = slot.caught_up();
-    more |= slot.drain(
-        ctx_, [&](const WatchEvent& e) { on_member_event(e, now, out); },
-        [&](const WatchEvent& e, const std::string& error) { on_unreadable(e, error, now, out); });
-    if (!was_known && slot.caught_up()) out.sessions_known.push_back(id);
+    more |= slot.drain(ctx_, handle, [&](const WatchEvent& e, const std::string& error) {
+      on_unreadable(e, error, now, out);
+    });
+    if (!was_known && slot.caught_up()) known.push_back(id);
   }
   return more;
 }

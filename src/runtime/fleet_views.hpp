@@ -21,6 +21,7 @@
 // writes can crash a member. Not thread-safe: the control loop owns it.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -167,9 +168,10 @@ class FleetViews {
   void ensure_worker_watches();
   void ensure_fleet_watches();
   void follow_leader_session();
-  bool drain_leases(TimePoint now, ViewChanges& out);
   void drop_unowned_lease(const std::string& id);
-  bool drain_sessions(TimePoint now, ViewChanges& out);
+  bool drain_slots(std::map<std::string, WatchSlot>& slots, TimePoint now,
+                   const std::function<void(const WatchEvent&)>& handle, ViewChanges& out,
+                   std::vector<std::string>& known);
   bool follows_session(const std::string& instance) const;
 
   const MemberContext& ctx_;
