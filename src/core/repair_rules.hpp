@@ -12,6 +12,8 @@
 //    saw: never ahead of what was durable, so the rows after it are replayed, never lost.
 //  * A split whose spec cannot be read is parked (quarantined, attempts unchanged) with a reason
 //    that names the record and the repair; the leader requeues it once a re-plan rewrote the spec.
+//    The claimer first erases the unreadable value at the revision it read, which proves the
+//    damage current (a stale read must not park a split whose spec was repaired).
 //  * A peer's session is judged within bounds derived from the observer's own configuration: a
 //    lane budget outside 1..kMaxLanes gets no lanes, and the lease it advertises is clamped to
 //    [own lease / 4, own lease x 4], so a forged record cannot hold work for a day.

@@ -96,7 +96,8 @@ void Worker::claim(const std::string& id, TimePoint now) {
   facts.self_instance = ctx_.instance;
   facts.self_nonce = session_.nonce();
   facts.max_attempts = ctx_.config.max_attempts;
-  facts.spec_problem = check_spec(id, now);
+  const std::optional<SpecProblem> spec_problem = check_spec(id, now);
+  if (spec_problem) facts.spec_problem = spec_problem->what;
   if (rec.owner_nonce) {
     facts.owner_nonce_benign = rec.owner == ctx_.instance && session_.benign(*rec.owner_nonce);
     const bool takeover = rec.status == core::SplitStatus::runnable && rec.owner != ctx_.instance;
@@ -117,7 +118,7 @@ void Worker::claim(const std::string& id, TimePoint now) {
   if (!lease_rev) return;
   switch (plan.action) {
     case core::ClaimAction::park:
-      park(id, rec, cur->revision, *facts.spec_problem, *lease_rev);
+      park(id, rec, cur->revision, *spec_problem, *lease_rev);
       return;
     case core::ClaimAction::quarantine:
       quarantine(id, rec, cur->revision, plan.decision.attempts_after, *lease_rev);
@@ -218,14 +219,34 @@ std::optional<Revision> Worker::take_lease(const std::string& id, std::uint64_t 
 // Nothing can process a split whose descriptor is lost: park it with a reason that names the
 // record and the repair (the leader's repair re-plan requeues it, healing.cpp).
 void Worker::park(const std::string& id, const core::SplitRecord& rec, Revision rev,
-                  const std::string& problem, Revision lease_rev) {
-  const core::SplitRecord parked = core::park_for_spec(rec, problem);
-  if (ctx_.store.update(core::split_key(id), core::encode(parked), rev).ok) {
-    log().error("etlc: {}: parked split '{}': {}", ctx_.instance, id, *parked.last_error);
-    ctx_.metrics.quarantined_split();
+                  const SpecProblem& problem, Revision lease_rev) {
+  if (spec_damage_current(id, problem)) {
+    const core::SplitRecord parked = core::park_for_spec(rec, problem.what);
+    if (ctx_.store.update(core::split_key(id), core::encode(parked), rev).ok) {
+      log().error("etlc: {}: parked split '{}': {}", ctx_.instance, id, *parked.last_error);
+      ctx_.metrics.quarantined_split();
+    }
   }
   ctx_.store.erase(core::lease_key(id), lease_rev);  // on failure the orphan sweep retries it
   spec_absent_since_.erase(id);
+}
+
+// A read of an unreadable spec may be stale: the leader may have rewritten it and requeued the
+// split since (sim chaos 29276). Erasing the value at the revision read proves it current, and
+// loses nothing (its descriptor is lost already; the repair re-plan creates the spec anew).
+// Writing it back unchanged would prove it too, but a member never writes an unreadable record.
+// A missing spec needs no proof here: check_spec waited two leases for it.
+bool Worker::spec_damage_current(const std::string& id, const SpecProblem& problem) {
+  if (problem.unreadable_rev == 0) return true;
+  try {
+    if (ctx_.store.erase(core::spec_key(id), problem.unreadable_rev).ok) return true;
+  } catch (const StoreError& e) {
+    if (e.code() != StoreErrc::unknown_outcome) throw;
+  }
+  // Changed since the read (or unknown): the next pass reads it again.
+  log().info("etlc: {}: spec.{} changed since it read unreadable; not parking split '{}'",
+             ctx_.instance, id, id);
+  return false;
 }
 
 // The lease is ours now, so the previous owner's is really gone (the store said so, not our lease

@@ -212,19 +212,23 @@ void Worker::prefetch_spec(const std::string& id) {
 // Whether spec.{id} is usable for a claim: nullopt if it reads (or may still appear), else what
 // is wrong with it. Seeding writes a split's spec before its record, so a record whose spec is
 // absent lost it; a stale read can look the same for a moment, so absence counts after two leases.
-std::optional<std::string> Worker::check_spec(const std::string& id, TimePoint now) {
-  try {
-    if (load_spec(id) != nullptr) {
+std::optional<Worker::SpecProblem> Worker::check_spec(const std::string& id, TimePoint now) {
+  if (auto it = spec_cache_.find(id); it != spec_cache_.end()) return std::nullopt;
+  const std::string skey = core::spec_key(id);
+  auto stored = ctx_.store.get(skey);
+  if (stored) {
+    try {
+      spec_cache_.emplace(id, core::decode_spec(skey, stored->value).spec);
       spec_absent_since_.erase(id);
       return std::nullopt;
+    } catch (const core::RecordError& e) {
+      return SpecProblem{fmt::format("spec.{} is unreadable ({})", id, e.what()), stored->revision};
     }
-  } catch (const core::RecordError& e) {
-    return fmt::format("spec.{} is unreadable ({})", id, e.what());
   }
   auto [it, fresh] = spec_absent_since_.try_emplace(id, now);
   (void)fresh;
   if (now - it->second < 2 * ctx_.config.lease_duration) return std::nullopt;
-  return fmt::format("spec.{} is missing", id);
+  return SpecProblem{fmt::format("spec.{} is missing", id), 0};
 }
 
 }  // namespace etlc::runtime

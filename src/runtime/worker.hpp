@@ -61,6 +61,12 @@ class Worker {
   void forget_spec(const std::string& id) { spec_cache_.erase(id); }
 
  private:
+  // Why spec.{id} cannot serve a claim, and the revision of the unreadable value read (0: the
+  // spec is missing).
+  struct SpecProblem {
+    std::string what;
+    Revision unreadable_rev = 0;
+  };
   std::optional<std::vector<std::string>> followed_assignment() const;
   void follow_leases(const std::optional<std::vector<std::string>>& assigned, TimePoint now);
   void give_back_orphan_leases(const std::vector<std::string>& assigned);
@@ -75,7 +81,8 @@ class Worker {
   void remove_if_orphan(const std::string& id, const LeaseTable::Entry& lease, TimePoint now);
   std::optional<Revision> take_lease(const std::string& id, std::uint64_t epoch);
   void park(const std::string& id, const core::SplitRecord& rec, Revision rev,
-            const std::string& problem, Revision lease_rev);
+            const SpecProblem& problem, Revision lease_rev);
+  bool spec_damage_current(const std::string& id, const SpecProblem& problem);
   void quarantine(const std::string& id, const core::SplitRecord& rec, Revision rev,
                   std::uint32_t attempts, Revision lease_rev);
   std::optional<std::pair<core::SplitRecord, Revision>> cas_claim(const std::string& id,
@@ -84,7 +91,7 @@ class Worker {
   std::optional<Revision> confirm_adopt(const std::string& id, const std::string& value,
                                         Revision rev, Revision lease_rev);
   void prefetch_spec(const std::string& id);
-  std::optional<std::string> check_spec(const std::string& id, TimePoint now);
+  std::optional<SpecProblem> check_spec(const std::string& id, TimePoint now);
 
   const MemberContext& ctx_;
   FleetViews& views_;

@@ -23,6 +23,7 @@
 #include "etlc/clock.hpp"
 #include "etlc/coordinator.hpp"
 #include "etlc/fault_injecting_store.hpp"
+#include "etlc/kv_store_wrapper.hpp"
 #include "etlc/memory_store.hpp"
 #include "etlc/metrics.hpp"
 #include "runtime/coordinator_access.hpp"
@@ -115,6 +116,11 @@ class Fleet {
  public:
   explicit Fleet(std::shared_ptr<TestPlanner> planner) : planner_(std::move(planner)) {}
 
+  // If set, add() puts the store a member uses behind this decorator (above its
+  // FaultInjectingStore).
+  std::function<std::shared_ptr<KvStore>(const std::string& id, std::shared_ptr<KvStore>)>
+      wrap_store;
+
   static CoordinatorConfig default_config(const std::string& id) {
     CoordinatorConfig c;
     c.instance_id = id;
@@ -135,8 +141,10 @@ class Fleet {
     auto node = std::make_unique<Node>();
     node->id = id;
     node->store = std::make_shared<FaultInjectingStore>(mem);
+    std::shared_ptr<KvStore> store = node->store;
+    if (wrap_store) store = wrap_store(id, store);
     node->coord =
-        std::make_unique<Coordinator>(c, node->store, planner ? planner : planner_, clock, metrics);
+        std::make_unique<Coordinator>(c, store, planner ? planner : planner_, clock, metrics);
     node->next_due = clock.now();
     nodes_.push_back(std::move(node));
     return *nodes_.back();

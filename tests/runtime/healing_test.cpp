@@ -253,6 +253,75 @@ TEST_P(SpecDamage, the_split_is_parked_then_a_repair_replan_rewrites_the_spec_an
 INSTANTIATE_TEST_SUITE_P(BadValues, SpecDamage, ::testing::Range<std::size_t>(0, 4),
                          [](const auto& p) { return bad_values()[p.param].name; });
 
+// Serves a member's next `reads` point reads of one key from an older entry, as a lagging
+// replica would (stale reads are outside the store contract; the runtime must not trust them).
+class StaleReads final : public KvStoreWrapper {
+ public:
+  using KvStoreWrapper::KvStoreWrapper;
+  void serve(std::string key, Entry old, int reads) {
+    key_ = std::move(key);
+    old_ = std::move(old);
+    reads_ = reads;
+  }
+  std::optional<Entry> get(std::string_view key) override {
+    if (key == key_ && reads_ > 0) {
+      --reads_;
+      ++served;
+      return old_;
+    }
+    return KvStoreWrapper::get(key);
+  }
+  int served = 0;
+
+ private:
+  std::string key_;
+  Entry old_;
+  int reads_ = 0;
+};
+
+// Sim chaos 29276: a spec damaged and then repaired was read stale, as the garbage, by the split's
+// next claimer. Parking on that read would quarantine a healthy split; the claimer proves the
+// damage current first (an erase at the revision read), fails, and claims on a later read.
+TEST(SpecDamage, a_stale_read_of_a_spec_repaired_since_does_not_park_the_split) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(4, 10));
+  Fleet fleet(planner);
+  std::vector<std::shared_ptr<StaleReads>> stale;
+  fleet.wrap_store = [&](const std::string&, std::shared_ptr<KvStore> inner) {
+    stale.push_back(std::make_shared<StaleReads>(std::move(inner)));
+    return stale.back();
+  };
+  auto cfg = [](CoordinatorConfig& c) { c.rebalance_delay = 0ms; };
+  fleet.add("a", cfg);
+  fleet.add("b", cfg);
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }));
+  const std::string victim = fleet.leader_id() == "a" ? "b" : "a";
+  ASSERT_FALSE(fleet.node(victim).held().empty());
+  const std::string split = *fleet.node(victim).held().begin();
+  const std::string skey = core::spec_key(split);
+  const std::string good = fleet.mem->get(skey)->value;
+  overwrite(fleet, skey, "{not json");
+  const Entry damaged = *fleet.mem->get(skey);
+  overwrite(fleet, skey, good);  // repaired before anyone read the damage
+  for (auto& s : stale) s->serve(skey, damaged, 3);
+  fleet.crash(victim);  // the survivor claims the split and reads its spec
+  bool parked = false;
+  ASSERT_TRUE(fleet.run_until(
+      [&] {
+        auto r = readable_split(fleet, split);
+        parked |= r && core::parked_for_spec(*r);
+        complete_held(fleet);
+        return verdict_is(fleet, core::Verdict::complete);
+      },
+      60s));
+  int served = 0;
+  for (auto& s : stale) served += s->served;
+  EXPECT_GT(served, 0) << "the survivor should have read the stale spec";
+  EXPECT_FALSE(parked) << "a stale read of the damage parked a healthy split";
+  auto spec = fleet.mem->get(skey);
+  ASSERT_TRUE(spec.has_value());
+  EXPECT_EQ(spec->value, good);
+}
+
 TEST(SpecDamage, a_spec_the_planner_no_longer_lists_stalls_the_job_with_a_reason_naming_it) {
   auto planner = std::make_shared<TestPlanner>(make_splits(3, 10));
   Fleet fleet(planner);

@@ -133,7 +133,12 @@ void History::on_write(OpKind kind, std::string_view key, std::string_view value
       }
     } else if (auto sid = core::id_from_key(key, core::kSpecPrefix)) {
       if (erase) {
-        fail(1, fmt::format("spec.{} deleted", *sid));
+        // A claimer erases an unreadable spec at the revision it read, to prove the damage
+        // current before it parks the split; a readable spec is never deleted.
+        const auto it = splits_.find(*sid);
+        if (it == splits_.end() || !it->second.spec_damaged) {
+          fail(1, fmt::format("spec.{} deleted by {} while readable", *sid, who(w)));
+        }
       } else {
         const core::SpecRecord spec = core::decode_spec(key, value);
         const std::size_t idx = split_index(*sid);

@@ -478,6 +478,13 @@ TEST(SimRegression, ARequeueNeedsASpecConfirmedCurrent_Chaos18020) {
   EXPECT_TRUE(r.ok()) << r.report();
 }
 
+// Bug 25: a claimer parked a requeued split after a stale read of its damaged spec (the leader had
+// rewritten it). A park now proves the damage current by erasing the value at the revision read.
+TEST(SimRegression, AParkNeedsTheSpecDamageProvenCurrent_Chaos29276) {
+  const RunResult r = run(29276, "chaos");
+  EXPECT_TRUE(r.ok()) << r.report();
+}
+
 // Bug 22: a worker watching only its own keys judged a dead owner live on a stale point read, so
 // its takeover consumed no attempt (it now follows the owner's session: view and read agree).
 TEST(SimRegression, AWorkerJudgesAPeerByItsSessionViewAndARead_Chaos16550_25134_43135) {
