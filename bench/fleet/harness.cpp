@@ -321,6 +321,7 @@ MemberSlot& Fleet::add(const std::string& id,
   c.instance_id = id;
   if (tweak) tweak(c);
   slot->coord = std::make_unique<Coordinator>(c, slot->store, planner_);
+  if (options_.fleet_wide_watches) runtime::member_of(*slot->coord).set_targeted_watches(false);
   members_.push_back(std::move(slot));
   return *members_.back();
 }

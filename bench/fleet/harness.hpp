@@ -162,6 +162,7 @@ struct FleetOptions {
   CoordinatorConfig base;      // instance_id is set per member
   bool track_timeline = true;  // decode split writes in the store observer (off for commits)
   RevokePolicy revoke = RevokePolicy::release_now;
+  bool fleet_wide_watches = false;  // targeted watches off (decision 0009's default is on)
 };
 
 class Fleet {

@@ -142,6 +142,8 @@ int main(int argc, char** argv) {
   c->add_option("--bulk-ops-per-step", co.bulk_ops_per_step, "config knob (default: library's)");
   c->add_option("--assignment-interval-ms", co.assignment_interval_ms,
                 "config knob (default: library's)");
+  c->add_flag("--fleet-wide-watches", co.fleet_wide_watches,
+              "every member watches member.*, lease.*, assign.* (targeted watches off)");
   c->callback([&] {
     scenario = "cold-start";
     options = {{"members", co.members},

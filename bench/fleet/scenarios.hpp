@@ -56,6 +56,8 @@ struct ColdStartOptions {
   // Config knobs (0 = the library's default).
   std::uint32_t bulk_ops_per_step = 0;
   std::int64_t assignment_interval_ms = -1;  // -1 = default
+  bool fleet_wide_watches =
+      false;  // every member watches member.*, lease.*, assign.* (the old way)
 };
 // From an empty store to a seeded plan and every lane filled.
 Result run_cold_start(const BackendOptions& backend, const ColdStartOptions& o);

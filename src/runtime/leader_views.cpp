@@ -89,7 +89,9 @@ bool LeaderViews::on_split_event(const WatchEvent& e, TimePoint now) {
   auto id = core::id_from_key(e.key, core::kSplitPrefix);
   if (!id) return false;
   auto it = splits_.find(*id);
-  if (it != splits_.end() && it->second.rev > e.revision) return false;
+  // Older than the view, or the very write the view holds (the echo of the leader's own seeding
+  // and rebuilds: revisions name writes, so it is not decoded again).
+  if (it != splits_.end() && it->second.rev >= e.revision) return false;
   if (e.kind == WatchEvent::Kind::put) {
     // Unreadable values throw here and reach the damage handler; the view keeps the last one.
     return put_split(*id, core::decode_split(e.key, e.value), e.revision);
