@@ -24,7 +24,6 @@ Result run_cold_start(const BackendOptions& bo, const ColdStartOptions& o) {
   fo.base = bench_config();
   fo.base.max_in_flight = o.lanes;
   if (o.bulk_ops_per_step != 0) fo.base.bulk_ops_per_step = o.bulk_ops_per_step;
-  fo.fleet_wide_watches = o.fleet_wide_watches;
   if (o.assignment_interval_ms >= 0)
     fo.base.assignment_interval = std::chrono::milliseconds(o.assignment_interval_ms);
   Fleet fleet(*backend, fo);
@@ -80,7 +79,6 @@ Result run_cold_start(const BackendOptions& bo, const ColdStartOptions& o) {
                           {"lanes_total", lanes_total},
                           {"bulk_ops_per_step", fo.base.bulk_ops_per_step},
                           {"assignment_interval_ms", fo.base.assignment_interval.count()},
-                          {"fleet_wide_watches", o.fleet_wide_watches},
                           {"target_s", 10}};
   res.detail["connect_s"] = connect_s;
   res.detail["all_joined_s"] = ms_between(t0, t_joined) / 1000.0;

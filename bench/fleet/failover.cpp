@@ -8,6 +8,7 @@
 // assignment publish (floor: lease_duration).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <random>
 
 #include "scenarios.hpp"
@@ -25,7 +26,10 @@ Result run_failover(const BackendOptions& bo, const FailoverOptions& o) {
   fo.base.op_timeout = std::chrono::milliseconds(o.op_timeout_ms);
   fo.base.rebalance_delay = std::chrono::milliseconds(o.rebalance_delay_ms);
   fo.base.drain_deadline = std::chrono::milliseconds(std::max<std::int64_t>(o.op_timeout_ms, 1000));
-  fo.base.max_in_flight = static_cast<std::uint32_t>(o.splits);  // survivors have room
+  fo.base.max_in_flight =
+      o.lanes != 0 ? o.lanes : static_cast<std::uint32_t>(o.splits);  // 0: survivors have room
+  const std::size_t held_when_settled =
+      std::min<std::size_t>(o.splits, o.members * fo.base.max_in_flight);
   fo.base.max_attempts = 1000;  // every kill is a takeover (poison evidence): never quarantine
   Fleet fleet(*backend, fo);
 
@@ -41,7 +45,9 @@ Result run_failover(const BackendOptions& bo, const FailoverOptions& o) {
     fleet.start_all(rest, 4);
   }
   auto settle = [&] {
-    return Fleet::wait_for([&] { return fleet.held_total() == o.splits && fleet.settled(); }, 60s);
+    return Fleet::wait_for(
+        [&] { return fleet.held_total() == held_when_settled && fleet.settled(); },
+        std::chrono::milliseconds(static_cast<std::int64_t>(o.settle_timeout_s * 1000)));
   };
 
   const double floor_ms = static_cast<double>(o.lease_ms + o.rebalance_delay_ms);
@@ -52,7 +58,10 @@ Result run_failover(const BackendOptions& bo, const FailoverOptions& o) {
   std::size_t missed = 0;
   Json rounds = Json::array();
   for (std::size_t r = 0; r < o.rounds; ++r) {
-    if (!settle()) throw std::runtime_error("failover: the fleet did not settle");
+    if (!settle()) {
+      throw std::runtime_error(
+          fmt::format("failover: the fleet did not settle within {:.0f} s", o.settle_timeout_s));
+    }
     // Kill at a different phase of the victim's renewal cycle each round (fixed seed).
     std::this_thread::sleep_for(std::chrono::milliseconds(
         o.lease_ms / 2 +
@@ -123,6 +132,7 @@ Result run_failover(const BackendOptions& bo, const FailoverOptions& o) {
                           {"lease_ms", o.lease_ms},
                           {"op_timeout_ms", o.op_timeout_ms},
                           {"rebalance_delay_ms", o.rebalance_delay_ms},
+                          {"lanes", fo.base.max_in_flight},
                           {"floor_ms", floor_ms},
                           {"target_excess_ms", 100}};
   res.detail["rounds"] = rounds;

@@ -82,7 +82,8 @@ class NatsBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_backend(const BackendOptions& options) {
+namespace {
+std::unique_ptr<Backend> make_store_backend(const BackendOptions& options) {
   if (options.store == "memory") return std::make_unique<MemoryBackend>();
 #ifdef ETLC_WITH_NATS
   if (options.store == "nats")
@@ -90,6 +91,21 @@ std::unique_ptr<Backend> make_backend(const BackendOptions& options) {
                                          options.nats_op_timeout_ms);
 #endif
   throw std::invalid_argument("unknown or unavailable store: " + options.store);
+}
+}  // namespace
+
+std::unique_ptr<Backend> make_backend(const BackendOptions& options) {
+  auto backend = make_store_backend(options);
+  backend->set_targeted_watches(options.targeted_watches);
+  return backend;
+}
+
+bool library_default_targeted_watches() {
+  return runtime::Member::Options{}.targeted_watches;
+}
+
+bool effective_targeted_watches(const BackendOptions& options) {
+  return options.targeted_watches.value_or(library_default_targeted_watches());
 }
 
 std::string BenchPlanner::split_id(std::size_t i) {
@@ -325,7 +341,9 @@ MemberSlot& Fleet::add(const std::string& id,
   c.instance_id = id;
   if (tweak) tweak(c);
   slot->coord = std::make_unique<Coordinator>(c, slot->store, planner_);
-  if (options_.fleet_wide_watches) runtime::member_of(*slot->coord).set_targeted_watches(false);
+  // Chosen before the member's first step (Coordinator::start joins and steps it).
+  if (const auto targeted = backend_.targeted_watches())
+    runtime::member_of(*slot->coord).set_targeted_watches(*targeted);
   members_.push_back(std::move(slot));
   return *members_.back();
 }

@@ -58,6 +58,14 @@ class Backend {
   virtual std::string name() const = 0;
   // Watches this connection's store broke so far (NATS: NatsStoreStats::watches_broken).
   virtual std::uint64_t watches_broken(const std::shared_ptr<KvStore>& store) const = 0;
+
+  // Member::Options::targeted_watches for every member a Fleet on this backend builds (decision
+  // 0009); nullopt leaves the library's default. Set by make_backend from BackendOptions.
+  std::optional<bool> targeted_watches() const { return targeted_watches_; }
+  void set_targeted_watches(std::optional<bool> on) { targeted_watches_ = on; }
+
+ private:
+  std::optional<bool> targeted_watches_;
 };
 
 struct BackendOptions {
@@ -65,7 +73,15 @@ struct BackendOptions {
   std::string nats_url;          // empty: start a nats-server per run (tests/support fixture)
   int nats_history = 1;          // NatsStoreOptions::history of the bucket
   std::int64_t nats_op_timeout_ms = 0;  // NatsStoreOptions::op_timeout_ms (0: the default)
+  // Every member's Member::Options::targeted_watches (fleet_bench --targeted-watches on|off);
+  // nullopt: the library's default.
+  std::optional<bool> targeted_watches;
 };
+
+// The library's default for Member::Options::targeted_watches.
+bool library_default_targeted_watches();
+// What members of a fleet built from `options` use: the override, else the library's default.
+bool effective_targeted_watches(const BackendOptions& options);
 
 std::unique_ptr<Backend> make_backend(const BackendOptions& options);
 
@@ -163,7 +179,6 @@ struct FleetOptions {
   CoordinatorConfig base;      // instance_id is set per member
   bool track_timeline = true;  // decode split writes in the store observer (off for commits)
   RevokePolicy revoke = RevokePolicy::release_now;
-  bool fleet_wide_watches = false;  // targeted watches off (decision 0009's default is on)
 };
 
 class Fleet {

@@ -3,7 +3,8 @@
 // each with its own store connection on NATS. See docs/performance.md ("Fleet") for the figures
 // and the commands that produced them.
 //
-//   fleet_bench [--store memory|nats] [--nats-url URL] [--repeat N] [--json] <scenario> [options]
+//   fleet_bench [--store memory|nats] [--nats-url URL] [--repeat N] [--json]
+//               [--targeted-watches on|off] <scenario> [options]
 //   scenarios: handoff, failover, store-cost, cold-start, scale-out, commit
 //
 // Without --nats-url, every run starts its own nats-server (the Debian package) on a loopback
@@ -76,6 +77,11 @@ int main(int argc, char** argv) {
   app.add_flag("--json", json, "print one JSON document instead of tables");
   app.add_option("--repeat", repeat, "runs of the scenario (medians reported)")
       ->check(CLI::Range(1, 100));
+  std::string targeted;
+  app.add_option("--targeted-watches", targeted,
+                 "every member's Member::Options::targeted_watches (decision 0009; default: the "
+                 "library's)")
+      ->check(CLI::IsMember({"on", "off"}));
   app.require_subcommand(1);
 
   std::string scenario;
@@ -101,6 +107,10 @@ int main(int argc, char** argv) {
   f->add_option("--op-timeout-ms", fo.op_timeout_ms);
   f->add_option("--rebalance-delay-ms", fo.rebalance_delay_ms);
   f->add_flag("--leader", fo.leader, "kill the leader");
+  f->add_option("--lanes", fo.lanes, "lanes per member (default: splits, at most 1024)");
+  f->add_option(
+      "--settle-timeout-s", fo.settle_timeout_s,
+      "bound on settling before each round (seeding and claiming 10^5 splits takes longer)");
   f->callback([&] {
     scenario = fo.leader ? "failover-leader" : "failover";
     options = {{"members", fo.members},
@@ -109,7 +119,9 @@ int main(int argc, char** argv) {
                {"lease_ms", fo.lease_ms},
                {"op_timeout_ms", fo.op_timeout_ms},
                {"rebalance_delay_ms", fo.rebalance_delay_ms},
-               {"leader", fo.leader}};
+               {"leader", fo.leader},
+               {"settle_timeout_s", fo.settle_timeout_s},
+               {"lanes", fo.lanes}};
     run = [&] { return run_failover(backend, fo); };
   });
 
@@ -145,8 +157,6 @@ int main(int argc, char** argv) {
   c->add_option("--bulk-ops-per-step", co.bulk_ops_per_step, "config knob (default: library's)");
   c->add_option("--assignment-interval-ms", co.assignment_interval_ms,
                 "config knob (default: library's)");
-  c->add_flag("--fleet-wide-watches", co.fleet_wide_watches,
-              "every member watches member.*, lease.*, assign.* (targeted watches off)");
   c->callback([&] {
     scenario = "cold-start";
     options = {{"members", co.members},
@@ -184,6 +194,9 @@ int main(int argc, char** argv) {
   });
 
   CLI11_PARSE(app, argc, argv);
+  if (!targeted.empty()) backend.targeted_watches = targeted == "on";
+  const bool targeted_on = effective_targeted_watches(backend);
+  const std::string targeted_source = targeted.empty() ? "library default" : "--targeted-watches";
 
 #ifdef NDEBUG
   const bool release = true;
@@ -198,6 +211,8 @@ int main(int argc, char** argv) {
   doc["store"] = backend.store;
   if (backend.store == "nats") doc["nats_history"] = backend.nats_history;
   doc["optimised_build"] = release;
+  doc["targeted_watches"] = targeted_on;
+  doc["targeted_watches_source"] = targeted_source;
   doc["options"] = options;
   doc["repeat"] = repeat;
   doc["machine"] = {{"cpus", ::sysconf(_SC_NPROCESSORS_ONLN)},
@@ -208,7 +223,8 @@ int main(int argc, char** argv) {
     for (int r = 0; r < repeat; ++r) {
       Result res = run();
       if (!json) {
-        fmt::print("\n== {} on {} (run {} of {}) ==\n", scenario, backend.store, r + 1, repeat);
+        fmt::print("\n== {} on {} (run {} of {}), targeted watches {} ({}) ==\n", scenario,
+                   backend.store, r + 1, repeat, targeted_on ? "on" : "off", targeted_source);
         print_table(res.columns, res.rows);
         for (const auto& n : res.notes) fmt::print("  note: {}\n", n);
       }
@@ -246,8 +262,8 @@ int main(int argc, char** argv) {
   if (json) {
     std::cout << doc.dump(2) << "\n";
   } else {
-    fmt::print("\n== {} on {}: headline (median of {} run{}) ==\n", scenario, backend.store, repeat,
-               repeat == 1 ? "" : "s");
+    fmt::print("\n== {} on {}, targeted watches {}: headline (median of {} run{}) ==\n", scenario,
+               backend.store, targeted_on ? "on" : "off", repeat, repeat == 1 ? "" : "s");
     print_table({"figure", "median", "runs"}, rows);
   }
   return 0;

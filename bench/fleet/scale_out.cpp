@@ -3,15 +3,89 @@
 // assignment, all splits held, loads within one split of each other: the local optimum of the
 // equal-weight assignment) and count the claims it took, against the minimum: every split a
 // newcomer ends up holding had to move once, and nothing else had to.
+//
+// The membership change's traffic: every watch event delivered to any member (joiners' snapshots
+// included) from the join until balanced, by key family and by role (leader, standby, joiners,
+// the other members), so issue 14's target 2 (O(members + splits moved) deliveries with targeted
+// watches; O(members x moves) fleet-wide) can be checked: `--members 50 --join 1`.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <map>
 
+#include "core/keys.hpp"
+#include "core/records.hpp"
 #include "scenarios.hpp"
 
 namespace etlc::bench {
 
 using namespace std::chrono_literals;
+
+namespace {
+
+using Snapshot = std::map<const MemberSlot*, StoreCounts>;
+
+Snapshot snapshot(const std::vector<MemberSlot*>& members) {
+  Snapshot out;
+  for (const auto* m : members) out[m] = m->store->counts();
+  return out;
+}
+
+// Watch events delivered between two snapshots, by family and by role.
+struct Deliveries {
+  std::array<std::uint64_t, kFamilies> by_family{};
+  std::uint64_t leader = 0, standby = 0, joiners = 0, others = 0;
+  std::uint64_t writes = 0;  // every member's writes over the same span
+  std::uint64_t total() const { return leader + standby + joiners + others; }
+  std::uint64_t excluding_sessions() const {
+    return total() - by_family[static_cast<std::size_t>(Family::member)];
+  }
+  Json json() const {
+    Json fam = Json::object();
+    for (std::size_t f = 0; f < kFamilies; ++f) {
+      if (by_family[f] > 0) fam[std::string(to_string(static_cast<Family>(f)))] = by_family[f];
+    }
+    return {{"total", total()},   {"excluding_sessions", excluding_sessions()},
+            {"by_family", fam},   {"leader", leader},
+            {"standby", standby}, {"joiners", joiners},
+            {"others", others},   {"writes", writes}};
+  }
+};
+
+Deliveries deliveries(const Snapshot& from, const Snapshot& to, const MemberSlot* leader,
+                      const std::string& standby_id, const std::vector<MemberSlot*>& joiners) {
+  Deliveries d;
+  for (const auto& [m, end] : to) {
+    const StoreCounts diff = end - from.at(m);
+    const std::uint64_t n = diff.total_watch_events();
+    for (std::size_t f = 0; f < kFamilies; ++f) d.by_family[f] += diff.watch_events[f];
+    d.writes += diff.total_writes();
+    if (m == leader) {
+      d.leader += n;
+    } else if (m->id == standby_id) {
+      d.standby += n;
+    } else if (std::find(joiners.begin(), joiners.end(), m) != joiners.end()) {
+      d.joiners += n;
+    } else {
+      d.others += n;
+    }
+  }
+  return d;
+}
+
+// The member job.standby names (empty: none or unreadable).
+std::string standby_of(KvStore& store) {
+  auto e = store.get(core::kStandbyKey);
+  if (!e) return {};
+  try {
+    return core::decode_standby(core::kStandbyKey, e->value).owner;
+  } catch (const core::RecordError&) {
+    return {};
+  }
+}
+
+}  // namespace
 
 Result run_scale_out(const BackendOptions& bo, const ScaleOutOptions& o) {
   auto backend = make_backend(bo);
@@ -50,15 +124,24 @@ Result run_scale_out(const BackendOptions& bo, const ScaleOutOptions& o) {
     return hi <= lo + 1;
   };
 
+  std::vector<MemberSlot*> everyone = old_members;
+  everyone.insert(everyone.end(), new_members.begin(), new_members.end());
+  const Snapshot counts0 = snapshot(everyone);
   const double cpu0 = process_cpu_seconds();
   const Time t0 = now();
   fleet.start_all(new_members, new_members.size());
   const Time t_joined = now();
   const bool ok = Fleet::wait_for(balanced, timeout);
   const Time t_seen = now();
+  const Snapshot counts1 = snapshot(everyone);
   const double cpu = process_cpu_seconds() - cpu0;
   std::this_thread::sleep_for(1s);  // anything still moving after "balanced" counts too
   const bool still_balanced = balanced();
+  const Snapshot counts2 = snapshot(everyone);
+  const MemberSlot* leader = fleet.leader();
+  const std::string standby_id = leader != nullptr ? standby_of(*leader->store) : std::string();
+  const Deliveries change = deliveries(counts0, counts1, leader, standby_id, new_members);
+  const Deliveries after = deliveries(counts1, counts2, leader, standby_id, new_members);
 
   const std::uint64_t moves = fleet.timeline().claims_since(t0);
   std::uint64_t minimum = 0;
@@ -82,12 +165,21 @@ Result run_scale_out(const BackendOptions& bo, const ScaleOutOptions& o) {
   res.add("last_move_claimed_s", last_claim ? ms_between(t0, *last_claim) / 1000.0 : NAN);
   res.add("moves", static_cast<double>(moves));
   res.add("minimum_moves", static_cast<double>(minimum));
+  res.add("watch_deliveries", static_cast<double>(change.total()));
+  res.add("watch_deliveries_excluding_sessions", static_cast<double>(change.excluding_sessions()));
+  const double members_plus_moves = static_cast<double>(o.members + o.join + moves);
+  res.add("deliveries_excluding_sessions_per_member_plus_move",
+          static_cast<double>(change.excluding_sessions()) / members_plus_moves);
   res.detail["config"] = {{"members", o.members},
                           {"join", o.join},
                           {"splits", o.splits},
                           {"lanes", o.lanes},
                           {"assignment_interval_ms", fo.base.assignment_interval.count()}};
   res.detail["initial_fill_s"] = setup_s;
+  // From the join (before the newcomers start) until balanced was observed, every member.
+  res.detail["watch_deliveries"] = change.json();
+  res.detail["watch_deliveries_next_1s"] = after.json();
+  res.detail["standby"] = standby_id;
   res.detail["watches_broken"] = fleet.watches_broken();
   if (const auto wb = fleet.watches_broken(); wb > 0) {
     res.notes.push_back(fmt::format("{} watch(es) broke and were re-opened during the run", wb));
@@ -109,6 +201,20 @@ Result run_scale_out(const BackendOptions& bo, const ScaleOutOptions& o) {
       {"revocations on old members", std::to_string(revocations)},
       {"revocations on newcomers (moved twice)", std::to_string(newcomer_revocations)},
       {"still balanced 1 s later", still_balanced ? "yes" : "no"},
+      {"watch deliveries, join -> balanced, whole fleet", std::to_string(change.total())},
+      {"  of them session (member.*) events",
+       std::to_string(change.by_family[static_cast<std::size_t>(Family::member)])},
+      {"  lease.* / assign.* / split.* / job.* events",
+       fmt::format("{} / {} / {} / {}", change.by_family[static_cast<std::size_t>(Family::lease)],
+                   change.by_family[static_cast<std::size_t>(Family::assign)],
+                   change.by_family[static_cast<std::size_t>(Family::split)],
+                   change.by_family[static_cast<std::size_t>(Family::job)])},
+      {"  to leader / standby / joiners / others",
+       fmt::format("{} / {} / {} / {}", change.leader, change.standby, change.joiners,
+                   change.others)},
+      {"  excluding sessions, per (members + moves)",
+       fmt_num(static_cast<double>(change.excluding_sessions()) / members_plus_moves, 2)},
+      {"watch deliveries in the 1 s after", std::to_string(after.total())},
   };
   if (!ok) res.notes.push_back("not balanced within the timeout");
   return res;

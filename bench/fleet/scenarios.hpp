@@ -28,7 +28,12 @@ struct FailoverOptions {
   std::int64_t lease_ms = 1500;
   std::int64_t op_timeout_ms = 300;
   std::int64_t rebalance_delay_ms = 500;
-  bool leader = false;  // kill the leader instead of a worker
+  bool leader = false;             // kill the leader instead of a worker
+  double settle_timeout_s = 60.0;  // bound on the fleet's settling before each round (10^5: more)
+  // Lanes per member (max_in_flight); 0 = splits (survivors have room for a victim's splits).
+  // Above 1024 splits (the config's bound) fewer lanes than splits: members hold
+  // min(splits, members x lanes), and a victim's splits are claimed only where lanes are free.
+  std::uint32_t lanes = 0;
 };
 // A member is abandoned (crash: nothing released); we time until every split it held is claimed
 // by a survivor (and, when the leader is killed, until the new leader's first publish).
@@ -56,8 +61,6 @@ struct ColdStartOptions {
   // Config knobs (0 = the library's default).
   std::uint32_t bulk_ops_per_step = 0;
   std::int64_t assignment_interval_ms = -1;  // -1 = default
-  bool fleet_wide_watches =
-      false;  // every member watches member.*, lease.*, assign.* (the old way)
 };
 // From an empty store to a seeded plan and every lane filled.
 Result run_cold_start(const BackendOptions& backend, const ColdStartOptions& o);

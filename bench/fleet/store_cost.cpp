@@ -1,8 +1,13 @@
 // Steady-state store cost: M members with every lane full (or every split held), no commits, no
 // membership change. Over a window we count, per member, the writes it sends and the watch events
 // its watches deliver to it. The design's claims: heartbeat writes = members x 3 / lease whatever
-// the split count, and a non-leader's watch traffic does not grow with the split count.
+// the split count, and a non-leader's watch traffic does not grow with the split count. With
+// targeted watches (decision 0009) a worker (neither leader nor standby) sees only the leader's
+// renewals, 3 / lease at every fleet size; fleet-wide, every renewal reaches every member.
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
 
 #include "core/keys.hpp"
 #include "core/records.hpp"
@@ -29,7 +34,10 @@ struct Cell {
   double standby_watch_per_s = 0;  // the standby keeps fleet-wide views too (decision 0009)
   double worker_watch_p50_per_s = 0;
   double worker_watch_max_per_s = 0;
-  double expected_worker_watch_per_s = 0;  // every renewal reaches every member
+  double expected_worker_watch_per_s = 0;  // by the watch scope (see the file comment)
+  std::size_t workers = 0;
+  bool standby_named = false;
+  std::array<double, kFamilies> worker_watch_by_family{};  // mean per worker per second
   double gets_per_s = 0;
   std::uint64_t claims_in_window = 0;
   double cpu_utilisation = 0;
@@ -39,6 +47,7 @@ struct Cell {
 
 Cell measure(const BackendOptions& bo, const StoreCostOptions& o, std::size_t members,
              std::size_t splits) {
+  const bool targeted = effective_targeted_watches(bo);
   Cell c;
   c.members = members;
   c.splits = splits;
@@ -107,8 +116,11 @@ Cell measure(const BackendOptions& bo, const StoreCostOptions& o, std::size_t me
       c.leader_watch_per_s = w;
     } else if (all[i]->id == standby_id) {
       c.standby_watch_per_s = w;
+      c.standby_named = true;
     } else {
       worker_watch.push_back(w);
+      for (std::size_t f = 0; f < kFamilies; ++f)
+        c.worker_watch_by_family[f] += static_cast<double>(d.watch_events[f]);
     }
   }
   const auto member_f = static_cast<std::size_t>(Family::member);
@@ -117,8 +129,12 @@ Cell measure(const BackendOptions& bo, const StoreCostOptions& o, std::size_t me
   c.other_writes_per_s = c.writes_per_s - c.heartbeat_writes_per_s;
   c.expected_heartbeat_per_s =
       static_cast<double>(members) * 3.0 / (static_cast<double>(o.lease_ms) / 1000.0);
-  // Every member watches every session (targeted watches, decision 0009, are off by default).
-  c.expected_worker_watch_per_s = c.expected_heartbeat_per_s;
+  // Targeted: a worker watches the leader's session only; fleet-wide: every session.
+  c.expected_worker_watch_per_s =
+      targeted ? 3.0 / (static_cast<double>(o.lease_ms) / 1000.0) : c.expected_heartbeat_per_s;
+  c.workers = worker_watch.size();
+  for (auto& f : c.worker_watch_by_family)
+    f /= std::max<double>(1.0, static_cast<double>(c.workers)) * c.window_s;
   c.worker_watch_p50_per_s = median(worker_watch);
   c.worker_watch_max_per_s = percentile(worker_watch, 100);
   c.gets_per_s = static_cast<double>(sum.gets) / c.window_s;
@@ -146,7 +162,7 @@ Result run_store_cost(const BackendOptions& bo, const StoreCostOptions& o) {
                  "gets/s",
                  "cpu"};
   Json cells = Json::array();
-  double worst_ratio = 0;
+  double worst_ratio = 0, worst_worker_p50 = 0, worst_worker_max = 0;
   for (std::size_t m : o.members) {
     for (std::size_t s : o.splits) {
       fmt::print(stderr, "fleet_bench: store-cost {} members x {} splits...\n", m, s);
@@ -171,6 +187,14 @@ Result run_store_cost(const BackendOptions& bo, const StoreCostOptions& o) {
       j["worker_watch_events_per_s_p50"] = c.worker_watch_p50_per_s;
       j["worker_watch_events_per_s_max"] = c.worker_watch_max_per_s;
       j["expected_worker_watch_events_per_s"] = c.expected_worker_watch_per_s;
+      j["workers"] = c.workers;
+      j["standby_named"] = c.standby_named;
+      Json by_family = Json::object();
+      for (std::size_t f = 0; f < kFamilies; ++f) {
+        if (c.worker_watch_by_family[f] > 0)
+          by_family[std::string(to_string(static_cast<Family>(f)))] = c.worker_watch_by_family[f];
+      }
+      j["worker_watch_events_per_s_by_family"] = by_family;
       j["gets_per_s"] = c.gets_per_s;
       j["claims_in_window"] = c.claims_in_window;
       j["cpu_utilisation"] = c.cpu_utilisation;
@@ -178,26 +202,35 @@ Result run_store_cost(const BackendOptions& bo, const StoreCostOptions& o) {
       j["watches_broken_in_window"] = c.watches_broken_in_window;
       cells.push_back(j);
       worst_ratio = std::max(worst_ratio, c.writes_per_s / c.expected_heartbeat_per_s);
+      worst_worker_p50 = std::max(worst_worker_p50, c.worker_watch_p50_per_s);
+      worst_worker_max = std::max(worst_worker_max, c.worker_watch_max_per_s);
       res.rows.push_back(
           {std::to_string(m), std::to_string(s), fmt_num(c.setup_s, 1), fmt_num(c.writes_per_s, 1),
            fmt_num(c.heartbeat_writes_per_s, 1), fmt_num(c.expected_heartbeat_per_s, 1),
            fmt_num(c.other_writes_per_s, 1), fmt_num(c.leader_watch_per_s, 1),
-           fmt_num(c.standby_watch_per_s, 1), fmt_num(c.worker_watch_p50_per_s, 1),
-           fmt_num(c.worker_watch_max_per_s, 1), fmt_num(c.expected_worker_watch_per_s, 1),
-           fmt_num(c.gets_per_s, 1), fmt_num(c.cpu_utilisation, 2)});
+           c.standby_named ? fmt_num(c.standby_watch_per_s, 1) : std::string("-"),
+           fmt_num(c.worker_watch_p50_per_s, 1), fmt_num(c.worker_watch_max_per_s, 1),
+           fmt_num(c.expected_worker_watch_per_s, 1), fmt_num(c.gets_per_s, 1),
+           fmt_num(c.cpu_utilisation, 2)});
       if (c.claims_in_window > 0)
         res.notes.push_back(fmt::format("{} x {}: {} claims inside the window (not steady)", m, s,
                                         c.claims_in_window));
     }
   }
   res.add("worst_writes_over_heartbeat_ratio", worst_ratio);
-  res.detail["config"] = {
-      {"lanes", o.lanes}, {"lease_ms", o.lease_ms}, {"window_s", o.window_s}, {"commits", 0}};
+  res.add("worst_worker_watch_events_per_s_p50", worst_worker_p50);
+  res.add("worst_worker_watch_events_per_s_max", worst_worker_max);
+  res.detail["config"] = {{"lanes", o.lanes},
+                          {"lease_ms", o.lease_ms},
+                          {"window_s", o.window_s},
+                          {"commits", 0},
+                          {"targeted_watches", effective_targeted_watches(bo)}};
   res.detail["cells"] = cells;
   res.notes.push_back(
       "per second, whole fleet for writes; watch events per member (workers: neither leader nor "
-      "standby); 'expected' = members x 3 / lease (one renewal per member per lease/3, each seen "
-      "by every member)");
+      "standby; '-': no standby record); expected writes = members x 3 / lease (one renewal per "
+      "member per lease/3); expected worker events: the same fleet-wide (every renewal reaches "
+      "every member), 3 / lease with targeted watches (the leader's renewals only)");
   return res;
 }
 

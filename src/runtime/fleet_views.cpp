@@ -226,9 +226,12 @@ ViewChanges FleetViews::drain(TimePoint now) {
 bool FleetViews::drain_leases(TimePoint now, ViewChanges& out) {
   bool more = false;
   for (auto& [id, slot] : lease_slots_) {
+    const bool was_known = slot.caught_up();
     more |= slot.drain(
         ctx_, [&](const WatchEvent& e) { on_lease_event(e, out); },
         [&](const WatchEvent& e, const std::string& error) { on_unreadable(e, error, now, out); });
+    // A snapshot that says "absent" delivers no event: the claim waiting for it must still wake.
+    if (!was_known && slot.caught_up()) out.leases_known.push_back(id);
   }
   return more;
 }

@@ -70,6 +70,7 @@ struct ViewChanges {
   bool membership_changed = false;        // a session appeared, left, or changed lanes/fingerprint
   std::vector<std::string> leases_freed;  // lease keys deleted (their splits may be claimable)
   std::vector<std::string> sessions_known;   // worker scope: followed sessions now caught up
+  std::vector<std::string> leases_known;     // worker scope: followed leases now caught up
   std::vector<std::string> assigns_changed;  // assignment records written, deleted or damaged
   bool pause_changed = false;
   bool standby_changed = false;  // job.standby was written, deleted or damaged

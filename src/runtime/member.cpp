@@ -151,6 +151,7 @@ void Member::apply(const ViewChanges& c, TimePoint now) {
     return;
   }
   worker_.leases_freed(c.leases_freed);
+  worker_.leases_freed(c.leases_known);  // a claim that waited for the lease's snapshot
   worker_.sessions_known(c.sessions_known);
   if (!leadership_) return;
   const auto& leader = views_.leader_view();

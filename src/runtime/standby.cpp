@@ -11,12 +11,12 @@ bool Standby::named(const std::string& nonce) const {
   return s && s->first.owner == ctx_.instance && s->first.nonce == nonce;
 }
 
-void Standby::step(TimePoint now, const std::string& nonce, bool eligible) {
+void Standby::step(TimePoint now, const std::string& nonce, bool may_take) {
   (void)now;
   if (!views_.caught_up()) return;
   const auto& leader = views_.leader_view();
   const bool vacant = !views_.standby_view() && !views_.standby_damage();
-  if (eligible && vacant && leader && leader->first.owner != ctx_.instance) {
+  if (may_take && vacant && leader && leader->first.owner != ctx_.instance) {
     const core::StandbyRecord rec{ctx_.instance, nonce};
     const WriteResult r = ctx_.store.create(core::kStandbyKey, core::encode(rec));
     if (r.ok) views_.set_standby_view(std::make_pair(rec, r.revision));
@@ -24,7 +24,6 @@ void Standby::step(TimePoint now, const std::string& nonce, bool eligible) {
   const bool mine = named(nonce);
   if (mine && !active()) activate();
   if (!mine && active()) deactivate();
-  if (mine && !eligible) resign(nonce);
 }
 
 void Standby::activate() {
@@ -79,7 +78,7 @@ std::optional<LeaderViews> Standby::hand_over(const std::string& nonce) {
 }
 
 void Standby::resign(const std::string& nonce) {
-  warm_.reset();
+  if (warm_) deactivate();  // back to a worker's own keys (hand_over took the views first)
   if (!named(nonce)) return;
   const Revision rev = views_.standby_view()->second;
   if (ctx_.store.erase(core::kStandbyKey, rev).ok) views_.set_standby_view(std::nullopt);

@@ -28,9 +28,11 @@ class Standby {
  public:
   Standby(const MemberContext& ctx, FleetViews& views) : ctx_(ctx), views_(views) {}
 
-  // One step of a member that does not lead (`eligible`: it may take the role: its views are
-  // targeted and it is not draining). Store errors propagate.
-  void step(TimePoint now, const std::string& nonce, bool eligible);
+  // One step of a member that does not lead. `may_take`: it may take a vacant role (its views are
+  // targeted and it is not draining a revocation); a standby keeps the role while it drains, or
+  // every rebalance would move the role and cost a cold load of every record. Store errors
+  // propagate.
+  void step(TimePoint now, const std::string& nonce, bool may_take);
   bool active() const { return warm_ != nullptr; }
   // Folds the warm leader views; true if events remain.
   bool drain(TimePoint now);
