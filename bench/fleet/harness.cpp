@@ -39,7 +39,8 @@ class MemoryBackend final : public Backend {
 #ifdef ETLC_WITH_NATS
 class NatsBackend final : public Backend {
  public:
-  NatsBackend(const std::string& url, int history) : history_(history) {
+  NatsBackend(const std::string& url, int history, std::int64_t op_timeout_ms)
+      : history_(history), op_timeout_ms_(op_timeout_ms) {
     static std::atomic<int> runs{0};
     if (url.empty()) {
       server_ = std::make_unique<testing::NatsServer>();
@@ -58,6 +59,7 @@ class NatsBackend final : public Backend {
     o.probe_on_open = false;  // the member probes the store itself when it joins
     o.connect_timeout_ms = 10'000;
     o.history = history_;
+    if (op_timeout_ms_ > 0) o.op_timeout_ms = op_timeout_ms_;
     return NatsStore::open(std::move(o));
   }
   void disconnect(const std::shared_ptr<KvStore>& store) override {
@@ -71,6 +73,7 @@ class NatsBackend final : public Backend {
 
  private:
   int history_ = 1;
+  std::int64_t op_timeout_ms_ = 0;
   std::unique_ptr<testing::NatsServer> server_;
   std::string url_;
   std::string bucket_;
@@ -84,7 +87,8 @@ std::unique_ptr<Backend> make_store_backend(const BackendOptions& options) {
   if (options.store == "memory") return std::make_unique<MemoryBackend>();
 #ifdef ETLC_WITH_NATS
   if (options.store == "nats")
-    return std::make_unique<NatsBackend>(options.nats_url, options.nats_history);
+    return std::make_unique<NatsBackend>(options.nats_url, options.nats_history,
+                                         options.nats_op_timeout_ms);
 #endif
   throw std::invalid_argument("unknown or unavailable store: " + options.store);
 }

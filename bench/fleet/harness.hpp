@@ -72,6 +72,7 @@ struct BackendOptions {
   std::string store = "memory";  // memory | nats
   std::string nats_url;          // empty: start a nats-server per run (tests/support fixture)
   int nats_history = 1;          // NatsStoreOptions::history of the bucket
+  std::int64_t nats_op_timeout_ms = 0;  // NatsStoreOptions::op_timeout_ms (0: the default)
   // Every member's Member::Options::targeted_watches (fleet_bench --targeted-watches on|off);
   // nullopt: the library's default.
   std::optional<bool> targeted_watches;

@@ -71,6 +71,9 @@ int main(int argc, char** argv) {
                  "an existing server (default: start a nats-server per run)");
   app.add_option("--nats-history", backend.nats_history, "values kept per key in the bucket")
       ->check(CLI::Range(1, 64));
+  app.add_option("--nats-op-timeout-ms", backend.nats_op_timeout_ms,
+                 "NatsStoreOptions::op_timeout_ms (default: the library's, 5000)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{600000}));
   app.add_flag("--json", json, "print one JSON document instead of tables");
   app.add_option("--repeat", repeat, "runs of the scenario (medians reported)")
       ->check(CLI::Range(1, 100));

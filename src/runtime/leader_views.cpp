@@ -1,6 +1,8 @@
 // LeaderViews: split.* and cordon.* for the leader (leader_views.hpp).
 #include "runtime/leader_views.hpp"
 
+#include <utility>
+
 #include "core/keys.hpp"
 #include "core/repair_rules.hpp"
 #include "log.hpp"
@@ -16,6 +18,7 @@ void LeaderViews::ensure_watches() {
     split_damage_.clear();
     parked_specs_.clear();
     completed_ = quarantined_ = 0;
+    restarted_ = true;
     splits_watch_.start(ctx_.store, ctx_.wake);
   }
   if (!cordons_watch_.open()) {
@@ -25,7 +28,7 @@ void LeaderViews::ensure_watches() {
 }
 
 bool LeaderViews::drain(TimePoint now, bool& more) {
-  bool dirty = false;
+  bool dirty = std::exchange(restarted_, false);
   more |= splits_watch_.drain(
       ctx_, [&](const WatchEvent& e) { dirty |= on_split_event(e, now); },
       [&](const WatchEvent& e, const std::string& error) {
@@ -57,7 +60,7 @@ void LeaderViews::count(const core::SplitRecord& r, bool add) {
 }
 
 bool LeaderViews::put_split(const std::string& id, core::SplitRecord rec, Revision rev) {
-  split_damage_.erase(id);
+  const bool was_damaged = split_damage_.erase(id) > 0;
   if (core::parked_for_spec(rec)) {
     parked_specs_.insert(id);
   } else {
@@ -65,9 +68,13 @@ bool LeaderViews::put_split(const std::string& id, core::SplitRecord rec, Revisi
   }
   auto it = splits_.find(id);
   if (it == splits_.end()) {
+    const bool unheld =
+        !was_damaged && rec.status == core::SplitStatus::runnable && !rec.owner.has_value();
     count(rec, true);
     splits_.emplace(id, SplitView{std::move(rec), rev});
-    return true;
+    if (!unheld) return true;
+    ++unheld_added_;
+    return false;
   }
   // Progress-only commits (same owner, same status) change nothing the assignment reads.
   const bool changed = it->second.rec.status != rec.status || it->second.rec.owner != rec.owner ||
@@ -82,7 +89,9 @@ bool LeaderViews::on_split_event(const WatchEvent& e, TimePoint now) {
   auto id = core::id_from_key(e.key, core::kSplitPrefix);
   if (!id) return false;
   auto it = splits_.find(*id);
-  if (it != splits_.end() && it->second.rev > e.revision) return false;
+  // Older than the view, or the very write the view holds (the echo of the leader's own seeding
+  // and rebuilds: revisions name writes, so it is not decoded again).
+  if (it != splits_.end() && it->second.rev >= e.revision) return false;
   if (e.kind == WatchEvent::Kind::put) {
     // Unreadable values throw here and reach the damage handler; the view keeps the last one.
     return put_split(*id, core::decode_split(e.key, e.value), e.revision);

@@ -5,7 +5,10 @@
 // Split records are never deleted and never written unreadable by the protocol, so a delete or
 // an unreadable value is recorded as Damage (with the last readable record, kept in the view
 // meanwhile for a garbage value) for heal_splits() (healing.cpp) to rebuild. Progress-only
-// commits change nothing the assignment reads and do not make it dirty. Not thread-safe.
+// commits change nothing the assignment reads and do not make it dirty. A new split that nobody
+// holds (runnable, no owner, never damaged: what seeding creates) is counted apart, in
+// unheld_added(): it can change the assignment only where a lane is free (publish.cpp), so
+// seeding a plan does not force a recomputation over every split per slice. Not thread-safe.
 #pragma once
 
 #include <map>
@@ -31,8 +34,8 @@ class LeaderViews {
 
   void ensure_watches();
   bool caught_up() const { return splits_watch_.caught_up() && cordons_watch_.caught_up(); }
-  // Folds pending events; returns whether anything the assignment reads changed (`more`: events
-  // remain).
+  // Folds pending events; returns whether anything the assignment reads changed, other than
+  // unheld additions (`more`: events remain).
   bool drain(TimePoint now, bool& more);
   // Drops the split view and re-watches it (a fresh snapshot).
   void rewatch_splits() { splits_watch_.reset(); }
@@ -47,8 +50,11 @@ class LeaderViews {
   std::uint64_t known_split_count() const;
 
   // Sets splits_[id] (clearing its damage, keeping the tallies); true if anything the
-  // assignment reads changed.
+  // assignment reads changed, except a new unheld split, which only counts in unheld_added().
   bool put_split(const std::string& id, core::SplitRecord rec, Revision rev);
+  // New unheld splits since clear_unheld_added() (the leader's last assignment computation).
+  std::uint64_t unheld_added() const { return unheld_added_; }
+  void clear_unheld_added() { unheld_added_ = 0; }
 
  private:
   bool on_split_event(const WatchEvent& e, TimePoint now);
@@ -63,6 +69,10 @@ class LeaderViews {
   std::set<std::string> cordons_;
   std::uint64_t completed_ = 0;
   std::uint64_t quarantined_ = 0;
+  std::uint64_t unheld_added_ = 0;
+  // The split watch was (re)started: its snapshot replaces the view, so the next drain reports
+  // a change whatever the records say (a record may have lost its owner meanwhile).
+  bool restarted_ = false;
 };
 
 }  // namespace etlc::runtime

@@ -100,7 +100,7 @@ TimePoint Leadership::next_due(TimePoint now) const {
   auto later = [&](TimePoint due) { return due > now ? due : retry; };
   TimePoint next = TimePoint::max();
   if (!leader_views_.caught_up() || !views_.caught_up()) return next;
-  if (assignment_dirty_) {
+  if (assignment_wanted()) {
     next = std::min(next, later(last_assignment_at_ + ctx_.config.assignment_interval));
   }
   if (auto d = delay_.next_deadline()) next = std::min(next, later(*d));

@@ -102,6 +102,8 @@ class Leadership {
   void update_tallies(TimePoint now);
   void set_tallies(core::PlanRecord& next) const;
   // publish.cpp
+  // Whether the assignment needs computing (publish.cpp, "When to recompute").
+  bool assignment_wanted() const;
   void publish_assignment(TimePoint now);
   void write_assignment(const std::string& member, std::vector<std::string> splits, bool& failed,
                         std::uint64_t& written);
@@ -120,7 +122,11 @@ class Leadership {
   Revision leader_rev_;
   Outcome outcome_;  // what this step decided (step_down / fatal end the term)
   core::RebalanceDelay delay_;
-  bool assignment_dirty_ = true;
+  bool assignment_dirty_ = true;  // something that can move work changed since the last computation
+  // What the last computation saw: claimable splits left queued (every lane full), and how many
+  // runnable splits it placed or queued (the doubling bound of publish.cpp).
+  bool lanes_full_ = false;
+  std::uint64_t computed_over_ = 0;
   TimePoint last_assignment_at_{};
   std::map<std::string, std::vector<std::string>> published_;
   std::optional<SeedJob> seeding_;

@@ -232,6 +232,7 @@ void Leadership::seed_slice() {
     job.next = 0;  // closed, or a bug: rescan from the start (known splits are skipped cheaply)
     throw;
   }
+  // New records nobody holds count in unheld_added (publish.cpp decides what they need).
   for (std::size_t i = 0; i < records.size(); ++i) {
     const CreateOutcome& o = record_out[i];
     if (!o.error && o.result.ok &&
@@ -253,6 +254,8 @@ void Leadership::seed_slice() {
 void Leadership::finish_seeding() {
   SeedJob job = std::move(*seeding_);
   seeding_.reset();
+  // One computation over the whole plan once seeded, whatever the slices skipped (publish.cpp).
+  if (leader_views_.unheld_added() > 0) assignment_dirty_ = true;
   if (job.repair) {
     // A parked split the planner no longer lists stays parked: the job's named end state.
     std::unordered_set<std::string_view> listed;

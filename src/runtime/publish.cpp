@@ -8,6 +8,18 @@
 // withheld from everyone. Recomputation is coalesced: at most once per assignment_interval while
 // events keep arriving. A paused job (job.pause) assigns nothing, so every worker drains and
 // releases what it holds; resuming recomputes from the committed progress.
+//
+// When to recompute. Anything that can move work (a member, a freed lease, an owner or status
+// change, a cordon, a window ending, a record we did not publish) makes the assignment dirty. New
+// splits that nobody holds (seeding's, LeaderViews::unheld_added) are different: they are placed
+// only into free lanes (sticky keeps every held split, fill needs a free lane, improve moves only
+// to a member with one), so when the last computation left splits queued — every lane full — and
+// nothing else changed, recomputing would publish the same records. Seeding a plan of n splits
+// therefore costs one computation per slice only while lanes are free (as before: lanes fill as
+// fast), then none per slice; the split set doubling since the last computation still forces one
+// (bounded staleness of the queue statistics: O(log n) computations of geometrically growing
+// size, O(n) in all), and the end of seeding forces one over the whole plan. Decisions depend on
+// counts only, never on the wall clock.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -94,10 +106,18 @@ void Leadership::warn_about_bounds(const std::string& id, const core::MemberReco
                  : "");
 }
 
+bool Leadership::assignment_wanted() const {
+  if (assignment_dirty_) return true;
+  const std::uint64_t added = leader_views_.unheld_added();
+  if (added == 0) return false;
+  return !lanes_full_ || added >= std::max<std::uint64_t>(computed_over_, 1);
+}
+
 void Leadership::publish_assignment(TimePoint now) {
   // Windows that ended: their splits are released to the pool now.
   if (!delay_.take_expired(now).empty()) assignment_dirty_ = true;
-  if (!assignment_dirty_ || now - last_assignment_at_ < ctx_.config.assignment_interval) return;
+  if (!assignment_wanted() || now - last_assignment_at_ < ctx_.config.assignment_interval) return;
+  leader_views_.clear_unheld_added();  // the views as of now are what this computation reads
   const TimePoint started = ctx_.clock.now();
   core::AssignmentInput in;
   in.seed = core::stable_hash64(0, ctx_.fingerprint);
@@ -127,6 +147,8 @@ void Leadership::publish_assignment(TimePoint now) {
     write_assignment(in.members[m].id, std::move(splits), failed, written);
   }
   assignment_dirty_ = failed;
+  lanes_full_ = out.stats.queued > 0;
+  computed_over_ = in.splits.size();
   last_assignment_at_ = now;
   const double seconds = std::chrono::duration<double>(ctx_.clock.now() - started).count();
   ctx_.metrics.assignment_computed(seconds, out.stats.changed(), written);

@@ -1,5 +1,6 @@
-// The five invariants of docs/work-assignment.md, as RapidCheck properties. The test names are
-// normative: the page names them, so a deleted or renamed test is a visible divergence.
+// The five invariants of docs/work-assignment.md, as RapidCheck properties, and the one the
+// leader's publish rule relies on. The test names are normative: the page names them, so a
+// deleted or renamed test is a visible divergence.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -87,6 +88,37 @@ RC_GTEST_PROP(Assignment, assignment_is_total_over_the_claimable_pool, ()) {
   // Every non-reserved split is in exactly one stats category.
   const auto& st = out.stats;
   RC_ASSERT(st.kept + st.changed() + st.still_queued + reserved == in.splits.size());
+}
+
+// What the leader's publish rule relies on (publish.cpp, "When to recompute"): once a computation
+// left splits queued (every lane full) and its result is published (the previous assignment),
+// new splits that nobody holds, of any weight, change nothing, so the leader need not recompute
+// for them while it seeds. The counter-check (a free lane takes a new split) is in
+// assignment_test.cpp.
+RC_GTEST_PROP(Assignment, new_unheld_splits_change_nothing_once_every_lane_is_full, ()) {
+  const AssignmentInput in = *gen_assignment_input();
+  const Assignment first = desired_assignment(in);
+  RC_PRE(first.stats.queued > 0u && !first.stats.backstop_bound);
+  AssignmentInput published = in;  // ownership as it was; the previous assignment is `first`
+  for (auto& s : published.splits) s.previous = kNoMember;
+  for (std::size_t m = 0; m < first.by_member.size(); ++m) {
+    for (std::uint32_t j : first.by_member[m]) {
+      published.splits[j].previous = static_cast<std::int32_t>(m);
+    }
+  }
+  const Assignment base = desired_assignment(published);
+  AssignmentInput grown = published;
+  const auto added = *rc::gen::inRange<std::uint32_t>(1, 60);
+  const int profile = *test::uniform(0, 5);
+  for (std::uint32_t k = 0; k < added; ++k) {
+    AssignSplit s;
+    s.id = "new-" + std::to_string(k);  // generated ids are "s<number>": no clash
+    s.weight = *test::gen_weight(profile);
+    grown.splits.push_back(std::move(s));
+  }
+  const Assignment out = desired_assignment(grown);
+  RC_ASSERT(test::published(published, base) == test::published(grown, out));
+  RC_ASSERT(out.stats.queued == base.stats.queued + added);
 }
 
 }  // namespace

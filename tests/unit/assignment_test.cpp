@@ -191,6 +191,30 @@ TEST(Assignment, splits_beyond_the_total_budget_stay_queued) {
   for (const char* m : {"a", "b", "c"}) EXPECT_EQ(f.of(m).size(), 2u) << m;
 }
 
+// The leader's publish rule (publish.cpp): a new unheld split matters only where a lane is free.
+// Its property twin: new_unheld_splits_change_nothing_once_every_lane_is_full.
+TEST(Assignment, a_new_split_takes_a_free_lane_but_displaces_nothing_once_lanes_are_full) {
+  Fleet free_lane;
+  free_lane.member("a", 2);
+  free_lane.split("s0", 1, "a").split("new", 100);
+  free_lane.run();
+  EXPECT_EQ(free_lane.of("a"), (Ids{"new", "s0"}));
+
+  Fleet full;
+  full.member("a", 2);
+  full.split("s0", 1, "a").split("s1", 1, "a").split("s2", 1).split("new", 100);
+  const Assignment out = full.run();
+  full.expect_sound();
+  EXPECT_EQ(full.of("a"), (Ids{"s0", "s1"}));  // sticky: the heavier newcomer waits
+  EXPECT_EQ(out.stats.queued, 2u);
+
+  Fleet from_scratch;  // without a previous assignment the heaviest would win a lane
+  from_scratch.member("a", 2);
+  from_scratch.split("s0", 1).split("s1", 1).split("s2", 1).split("new", 100);
+  from_scratch.run();
+  EXPECT_EQ(from_scratch.of("a").front(), "new");
+}
+
 TEST(Assignment, a_balanced_fleet_is_left_alone) {
   Fleet f;
   f.member("a", 4).member("b", 4).member("c", 4);
