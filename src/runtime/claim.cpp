@@ -63,6 +63,10 @@ bool Worker::lease_allows_claim(const std::string& id, TimePoint now) {
 // and owner is a claim that never landed (its create landed after its sender gave up, or its CAS
 // failed and the give-back did too): its owner may never learn of it, and the split would wait
 // for ever. Remove it at the revision seen (guarded: a lease rewritten meanwhile stays).
+// The view's entry itself may be a stale point read of a lease deleted before the key's watch
+// opened (its snapshot, "absent", cannot correct it, and no later event comes: sim chaos 15393),
+// so the lease is read again first; an absent read drops the entry (the claim's create is the
+// fence if that read was stale too).
 void Worker::remove_if_orphan(const std::string& id, const LeaseTable::Entry& lease,
                               TimePoint now) {
   auto [it, fresh] = orphan_watch_.try_emplace(id, OrphanWatch{lease.rev, now});
@@ -72,6 +76,7 @@ void Worker::remove_if_orphan(const std::string& id, const LeaseTable::Entry& le
   }
   if (now - it->second.since < ctx_.config.lease_duration) return;
   it->second.since = now;  // look again in a lease at most
+  if (!lease_still_there(id, lease)) return;
   const std::string skey = core::split_key(id);
   auto cur = ctx_.store.get(skey);
   if (!cur) return;
@@ -83,6 +88,26 @@ void Worker::remove_if_orphan(const std::string& id, const LeaseTable::Entry& le
         "never landed",
         ctx_.instance, id, l.owner, l.epoch);
   }
+}
+
+// Whether a point read shows `lease` still in the store; if not, the view takes what it shows.
+bool Worker::lease_still_there(const std::string& id, const LeaseTable::Entry& lease) {
+  const std::string lkey = core::lease_key(id);
+  auto cur = ctx_.store.get(lkey);
+  if (cur && cur->revision == lease.rev) return true;
+  if (!cur) {
+    views_.leases().erase(id);
+    claim_retry_at_.erase(id);
+    return false;
+  }
+  try {
+    views_.leases().assign(id,
+                           LeaseTable::Entry{core::decode_lease(lkey, cur->value), cur->revision});
+  } catch (const core::RecordError&) {
+    views_.leases().erase(id);  // the claim's take_lease removes an unreadable lease
+    claim_retry_at_.erase(id);
+  }
+  return false;
 }
 
 void Worker::claim(const std::string& id, TimePoint now) {
@@ -209,7 +234,11 @@ std::optional<Revision> Worker::take_lease(const std::string& id, std::uint64_t 
       claim_retry_at_.erase(id);
       return std::nullopt;
     }
-    if (lease.owner != ctx_.instance || lease.nonce != session_.nonce()) return std::nullopt;
+    if (lease.owner != ctx_.instance || lease.nonce != session_.nonce()) {
+      // Another claimer's: the view waits on it (the table keeps the newer of the two).
+      views_.leases().assign(id, LeaseTable::Entry{lease, existing->revision});
+      return std::nullopt;
+    }
     rev = existing->revision;
   }
   views_.leases().assign(id, LeaseTable::Entry{lease, rev});

@@ -237,6 +237,7 @@ void Leadership::repair_seeded(const PlannedSplit& s) {
   if (!rewrite_spec(s, parked)) return;
   const std::string key = core::split_key(id);
   if (parked) {
+    if (!plan_settled()) return;
     core::SplitRecord next = view->second.rec;
     next.status = core::SplitStatus::runnable;
     const WriteResult r = ctx_.store.update(key, core::encode(next), view->second.rev);
@@ -282,6 +283,24 @@ bool Leadership::rewrite_spec(const PlannedSplit& s, bool confirm) {
     ctx_.metrics.record_repaired();
     return true;
   }
+}
+
+// A requeue lowers the truth the plan's tallies count (one quarantine fewer), so it must follow
+// every plan write that counted the park: a write with an unknown outcome landing after the
+// requeue would tally a quarantine the store no longer holds (sim chaos 39939). Such a write was
+// guarded on plan_in_doubt_; a no-op CAS at that revision makes sure it never lands.
+bool Leadership::plan_settled() {
+  if (!plan_in_doubt_) return true;
+  const auto& view = views_.plan_view();
+  if (!view || view->second != *plan_in_doubt_) {  // the record moved on: it cannot land now
+    plan_in_doubt_.reset();
+    return true;
+  }
+  const core::PlanRecord seen = view->first;
+  const WriteResult r = ctx_.store.update(core::kPlanKey, core::encode(seen), view->second);
+  plan_in_doubt_.reset();  // landed or lost to another write, the doubtful one cannot land now
+  if (r.ok) views_.set_plan_view(seen, r.revision);
+  return r.ok;
 }
 
 }  // namespace etlc::runtime

@@ -99,6 +99,8 @@ class Leadership {
   void finish_seeding();
   bool split_view_short(TimePoint now);
   bool write_plan(const core::PlanRecord& next);
+  // False while a plan write with an unknown outcome could still land (healing.cpp).
+  bool plan_settled();
   void update_tallies(TimePoint now);
   void set_tallies(core::PlanRecord& next) const;
   // publish.cpp
@@ -138,6 +140,9 @@ class Leadership {
   Duration plan_backoff_{};
   std::uint32_t planner_failures_ = 0;  // consecutive (planning.cpp)
   TimePoint last_tally_write_{};
+  // The revision a plan write with an unknown outcome was guarded on: it may still land, with the
+  // tallies it was sent with, until the record moves past that revision.
+  std::optional<Revision> plan_in_doubt_;
   std::optional<TimePoint> split_view_short_since_;
   bool split_view_rewatched_ = false;
   bool missing_splits_listed_ = false;  // find_missing_splits ran for this shortness episode

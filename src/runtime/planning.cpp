@@ -331,8 +331,15 @@ bool Leadership::split_view_short(TimePoint now) {
 bool Leadership::write_plan(const core::PlanRecord& next) {
   const auto& view = views_.plan_view();
   if (!view) return false;
-  const WriteResult r = ctx_.store.update(core::kPlanKey, core::encode(next), view->second);
+  WriteResult r;
+  try {
+    r = ctx_.store.update(core::kPlanKey, core::encode(next), view->second);
+  } catch (const StoreError& e) {
+    if (e.code() == StoreErrc::unknown_outcome) plan_in_doubt_ = view->second;
+    throw;
+  }
   if (r.ok) {
+    plan_in_doubt_.reset();
     views_.set_plan_view(next, r.revision);
     return true;
   }

@@ -79,6 +79,7 @@ class Worker {
   void follow_waited_sessions();
   bool lease_allows_claim(const std::string& id, TimePoint now);
   void remove_if_orphan(const std::string& id, const LeaseTable::Entry& lease, TimePoint now);
+  bool lease_still_there(const std::string& id, const LeaseTable::Entry& lease);
   std::optional<Revision> take_lease(const std::string& id, std::uint64_t epoch);
   void park(const std::string& id, const core::SplitRecord& rec, Revision rev,
             const SpecProblem& problem, Revision lease_rev);

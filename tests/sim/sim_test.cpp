@@ -485,6 +485,22 @@ TEST(SimRegression, AParkNeedsTheSpecDamageProvenCurrent_Chaos29276) {
   EXPECT_TRUE(r.ok()) << r.report();
 }
 
+// Bug 26: a stale point read put a deleted lease into a claimer's view just after the key's watch
+// opened (its "absent" snapshot could not correct it), and the claimer waited on it for ever. The
+// claimer now reads the lease again after waiting a lease on it.
+TEST(SimRegression, AWaitedLeaseIsReadAgain_Chaos15393) {
+  const RunResult r = run(15393, "chaos");
+  EXPECT_TRUE(r.ok()) << r.report();
+}
+
+// Bug 27: a plan write with an unknown outcome landed after the leader had requeued a parked
+// split, tallying a quarantine the store no longer held. A requeue now waits until no plan write
+// is in doubt.
+TEST(SimRegression, ARequeueWaitsForEveryPlanWriteInDoubt_Chaos39939) {
+  const RunResult r = run(39939, "chaos");
+  EXPECT_TRUE(r.ok()) << r.report();
+}
+
 // Bug 22: a worker watching only its own keys judged a dead owner live on a stale point read, so
 // its takeover consumed no attempt (it now follows the owner's session: view and read agree).
 TEST(SimRegression, AWorkerJudgesAPeerByItsSessionViewAndARead_Chaos16550_25134_43135) {
