@@ -71,7 +71,7 @@ LeaseStep decide_lease_step(const std::optional<LeaseRecord>& lease, std::string
 bool lease_is_orphan(const LeaseRecord& lease, const SplitRecord& record) {
   const bool names_owner = record.owner && *record.owner == lease.owner && record.owner_nonce &&
                            *record.owner_nonce == lease.nonce;
-  return record.epoch < lease.epoch && !names_owner;
+  return !names_owner;
 }
 
 ClaimPlan plan_claim(const SplitRecord& record, const ClaimFacts& facts) {

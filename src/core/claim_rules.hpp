@@ -79,9 +79,13 @@ enum class LeaseStep : std::uint8_t {
 LeaseStep decide_lease_step(const std::optional<LeaseRecord>& lease, std::string_view self_instance,
                             std::string_view self_nonce, bool owner_live_in_view);
 
-// A lease whose claim did not land: it names an epoch above the record's, and the record does not
-// name its owner (a landed claim sets the record to the lease's epoch and owner; a rebuild moves
-// the record above it). Lasting a lease unchanged, it is an orphan: removed by a waiting claimer.
+// A lease that protects no tenancy: the record does not name its owner and nonce. That is a claim
+// that did not land (the record below the lease's epoch), a release whose lease delete failed
+// (the record at its epoch, owner cleared), a stale claimer's lease beside another's claim, or a
+// fenced owner's after a rebuild. The first two last a round trip when all goes well; lasting a
+// lease unchanged, any of them is an orphan, removed by a waiting claimer (the record CAS stays
+// the fence: removing a lease never grants anything). A lease of the tenancy the record names,
+// whatever its epoch (a reclaim keeps the process's lease), is never an orphan.
 bool lease_is_orphan(const LeaseRecord& lease, const SplitRecord& record);
 
 // Phase 2: everything known after reading the fence (split.{id}) and the spec.

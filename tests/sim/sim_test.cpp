@@ -501,6 +501,15 @@ TEST(SimRegression, ARequeueWaitsForEveryPlanWriteInDoubt_Chaos39939) {
   EXPECT_TRUE(r.ok()) << r.report();
 }
 
+// Bug 28: a stale claimer's lease stayed beside a released record at the lease's own epoch (its
+// give-back had an unknown outcome and its view lost the entry); the orphan rule only knew leases
+// above the record's epoch, so the assignee waited for ever. Any lease the record does not name
+// is now an orphan once it lasts a lease.
+TEST(SimRegression, ALeaseTheRecordDoesNotNameIsAnOrphan_Chaos5747) {
+  const RunResult r = run(5747, "chaos");
+  EXPECT_TRUE(r.ok()) << r.report();
+}
+
 // Bug 22: a worker watching only its own keys judged a dead owner live on a stale point read, so
 // its takeover consumed no attempt (it now follows the owner's session: view and read agree).
 TEST(SimRegression, AWorkerJudgesAPeerByItsSessionViewAndARead_Chaos16550_25134_43135) {

@@ -214,16 +214,18 @@ TEST(PlanClaim, an_unusable_spec_parks_the_split_at_the_next_epoch) {
   EXPECT_EQ(p.epoch, 5u);
 }
 
-// A lease names the epoch its claim moves the record to; the record shows whether it landed.
-TEST(LeaseIsOrphan, only_a_lease_above_a_record_that_does_not_name_its_owner) {
+// A lease protects the tenancy the record names; any other lease is an orphan once it lasts.
+TEST(LeaseIsOrphan, a_lease_the_record_does_not_name_protects_nothing) {
   LeaseRecord l{"s", "a", "n1", 5};
   EXPECT_TRUE(lease_is_orphan(l, record(4)));              // the claim never landed
   EXPECT_TRUE(lease_is_orphan(l, record(4, "b", "n2")));   // still the old owner's record
   EXPECT_TRUE(lease_is_orphan(l, record(4, "a", "n0")));   // an earlier process of ours
+  EXPECT_TRUE(lease_is_orphan(l, record(5)));              // released; the delete failed (sim 5747)
+  EXPECT_TRUE(lease_is_orphan(l, record(9)));              // rebuilt above: a fenced owner's
+  EXPECT_TRUE(lease_is_orphan(l, record(5, "b", "n2")));   // a stale claimer's beside b's claim
   EXPECT_FALSE(lease_is_orphan(l, record(5, "a", "n1")));  // landed: the owner's tenancy
   EXPECT_FALSE(lease_is_orphan(l, record(4, "a", "n1")));  // names it (a late CAS landed)
-  EXPECT_FALSE(lease_is_orphan(l, record(9)));             // rebuilt above: a fenced owner
-  EXPECT_FALSE(lease_is_orphan(l, record(5, "b", "n2")));  // another claim at its epoch
+  EXPECT_FALSE(lease_is_orphan(l, record(9, "a", "n1")));  // a reclaim kept the process's lease
 }
 
 }  // namespace
