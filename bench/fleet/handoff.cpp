@@ -16,6 +16,8 @@
 
 #include "core/keys.hpp"
 #include "etlc/admin.hpp"
+#include "runtime/coordinator_access.hpp"
+#include "runtime/member.hpp"
 #include "scenarios.hpp"
 
 namespace etlc::bench {
@@ -209,14 +211,27 @@ Result run_handoff(const BackendOptions& bo, const HandoffOptions& o) {
     }
   };
 
+  auto wait_assignment = [&](MemberSlot& m, bool (*ok)(std::size_t)) {
+    Fleet::wait_for(
+        [&] {
+          auto assigned = runtime::member_of(*m.coord).assignment();
+          return assigned && ok(assigned->size());
+        },
+        10s);
+  };
   const double cpu0 = process_cpu_seconds();
   const double load0 = load_average();
   const Time started = now();
   for (std::size_t round = 0; total_ms.size() + missed < o.handoffs && now() < deadline; ++round) {
     MemberSlot& x = round % 2 == 0 ? a : b;
+    // Drain only once x's assignment shows the change: the fleet is "settled" on the old one
+    // until the leader publishes, and a cordon lifted before that publish made the leader hand
+    // the released splits straight back to their releaser (counted as handoffs never claimed).
     admin.cordon(x.id, "fleet_bench handoff");
+    wait_assignment(x, [](std::size_t n) { return n == 0; });
     drain_all();
     admin.uncordon(x.id);
+    wait_assignment(x, [](std::size_t n) { return n > 0; });
     drain_all();
   }
   const double wall = ms_between(started, now()) / 1000.0;
