@@ -59,10 +59,10 @@ bool Worker::lease_allows_claim(const std::string& id, TimePoint now) {
   return false;
 }
 
-// A live member's lease that stays unchanged for a lease while the record names another epoch
-// and owner is a claim that never landed (its create landed after its sender gave up, or its CAS
-// failed and the give-back did too): its owner may never learn of it, and the split would wait
-// for ever. Remove it at the revision seen (guarded: a lease rewritten meanwhile stays).
+// A live member's lease that stays unchanged for a lease while the record does not name its
+// tenancy (core::lease_is_orphan: a claim that never landed, a release or give-back whose delete
+// was lost) protects nothing, and its owner may never learn of it: the split would wait for ever.
+// Remove it at the revision seen (guarded: a lease rewritten meanwhile stays).
 // The view's entry itself may be a stale point read of a lease deleted before the key's watch
 // opened (its snapshot, "absent", cannot correct it, and no later event comes: sim chaos 15393),
 // so the lease is read again first; an absent read drops the entry (the claim's create is the
@@ -84,8 +84,8 @@ void Worker::remove_if_orphan(const std::string& id, const LeaseTable::Entry& le
   const core::LeaseRecord l = lease.rec;
   if (liveness_.erase_lease_at(id, lease.rev)) {
     log().warn(
-        "etlc: {}: removed the orphan lease of split '{}' (owner '{}', epoch {}): its claim "
-        "never landed",
+        "etlc: {}: removed the orphan lease of split '{}' (owner '{}', epoch {}): the split "
+        "record does not name it",
         ctx_.instance, id, l.owner, l.epoch);
   }
 }
@@ -262,7 +262,8 @@ void Worker::park(const std::string& id, const core::SplitRecord& rec, Revision 
 
 // A read of an unreadable spec may be stale: the leader may have rewritten it and requeued the
 // split since (sim chaos 29276). Erasing the value at the revision read proves it current, and
-// loses nothing (its descriptor is lost already; the repair re-plan creates the spec anew).
+// loses nothing this version could read (the repair re-plan creates the spec anew; a newer
+// library's spec is lost to this one either way, and its split parked as before).
 // Writing it back unchanged would prove it too, but a member never writes an unreadable record.
 // A missing spec needs no proof here: check_spec waited two leases for it.
 bool Worker::spec_damage_current(const std::string& id, const SpecProblem& problem) {
