@@ -92,21 +92,16 @@ void Worker::remove_if_orphan(const std::string& id, const LeaseTable::Entry& le
 
 // Whether a point read shows `lease` still in the store; if not, the view takes what it shows.
 bool Worker::lease_still_there(const std::string& id, const LeaseTable::Entry& lease) {
-  const std::string lkey = core::lease_key(id);
-  auto cur = ctx_.store.get(lkey);
-  if (cur && cur->revision == lease.rev) return true;
-  if (!cur) {
-    views_.leases().erase(id);
-    claim_retry_at_.erase(id);
-    return false;
-  }
+  Revision now_at = 0;
   try {
-    views_.leases().assign(id,
-                           LeaseTable::Entry{core::decode_lease(lkey, cur->value), cur->revision});
+    now_at = liveness_.reload_lease(id);
   } catch (const core::RecordError&) {
     views_.leases().erase(id);  // the claim's take_lease removes an unreadable lease
     claim_retry_at_.erase(id);
+    return false;
   }
+  if (now_at == lease.rev) return true;
+  if (now_at == 0) claim_retry_at_.erase(id);
   return false;
 }
 

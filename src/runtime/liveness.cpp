@@ -127,19 +127,24 @@ bool Liveness::erase_lease_at(const std::string& split_id, Revision rev) {
     return true;
   }
   // Moved: a new lease was written, it was already deleted, or `rev` was wrong; re-read to know.
-  auto cur = ctx_.store.get(core::lease_key(split_id));
-  if (!cur) {
-    leases.erase(split_id);
-    return true;
-  }
   try {
-    leases.assign(split_id,
-                  LeaseTable::Entry{core::decode_lease(core::lease_key(split_id), cur->value),
-                                    cur->revision});
+    return reload_lease(split_id) == 0;
   } catch (const core::RecordError& e) {
     log().warn("etlc: {}", e.what());
   }
   return false;
+}
+
+Revision Liveness::reload_lease(const std::string& split_id) {
+  const std::string key = core::lease_key(split_id);
+  auto cur = ctx_.store.get(key);
+  if (!cur) {
+    views_.leases().erase(split_id);
+    return 0;
+  }
+  views_.leases().assign(split_id,
+                         LeaseTable::Entry{core::decode_lease(key, cur->value), cur->revision});
+  return cur->revision;
 }
 
 }  // namespace etlc::runtime

@@ -39,6 +39,10 @@ class Liveness {
   // Guarded delete of lease.{id} at `rev`; a lost race re-reads the lease and refreshes the view
   // (a wrong revision in the view must not keep a lease alive). True if the lease is now gone.
   bool erase_lease_at(const std::string& split_id, Revision rev);
+  // Point-reads lease.{id} and puts what it shows in the lease view (absent: the entry is
+  // dropped). Returns the revision read, 0 if absent; throws RecordError if it is unreadable
+  // (the view is left as it was).
+  Revision reload_lease(const std::string& split_id);
 
  private:
   Duration expiry_wait(const std::string& id, const MemberView& v, bool leading) const;

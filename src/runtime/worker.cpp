@@ -191,10 +191,11 @@ std::optional<TimePoint> Worker::next_retry(TimePoint now) const {
   return next;
 }
 
-const SplitSpec* Worker::load_spec(const std::string& id) {
+const SplitSpec* Worker::load_spec(const std::string& id, Revision* unreadable_rev) {
   if (auto it = spec_cache_.find(id); it != spec_cache_.end()) return &it->second;
   auto stored = ctx_.store.get(core::spec_key(id));
   if (!stored) return nullptr;
+  if (unreadable_rev) *unreadable_rev = stored->revision;
   return &spec_cache_.emplace(id, core::decode_spec(core::spec_key(id), stored->value).spec)
               .first->second;
 }
@@ -213,17 +214,14 @@ void Worker::prefetch_spec(const std::string& id) {
 // is wrong with it. Seeding writes a split's spec before its record, so a record whose spec is
 // absent lost it; a stale read can look the same for a moment, so absence counts after two leases.
 std::optional<Worker::SpecProblem> Worker::check_spec(const std::string& id, TimePoint now) {
-  if (auto it = spec_cache_.find(id); it != spec_cache_.end()) return std::nullopt;
-  const std::string skey = core::spec_key(id);
-  auto stored = ctx_.store.get(skey);
-  if (stored) {
-    try {
-      spec_cache_.emplace(id, core::decode_spec(skey, stored->value).spec);
+  Revision read_at = 0;
+  try {
+    if (load_spec(id, &read_at) != nullptr) {
       spec_absent_since_.erase(id);
       return std::nullopt;
-    } catch (const core::RecordError& e) {
-      return SpecProblem{fmt::format("spec.{} is unreadable ({})", id, e.what()), stored->revision};
     }
+  } catch (const core::RecordError& e) {
+    return SpecProblem{fmt::format("spec.{} is unreadable ({})", id, e.what()), read_at};
   }
   auto [it, fresh] = spec_absent_since_.try_emplace(id, now);
   (void)fresh;

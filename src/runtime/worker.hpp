@@ -56,8 +56,9 @@ class Worker {
   // The earliest future claim retry, if any.
   std::optional<TimePoint> next_retry(TimePoint now) const;
   // Reads spec.{id} unless cached; the spec, or null if it does not exist (the pointer is valid
-  // until the cache changes). Throws store and record errors.
-  const SplitSpec* load_spec(const std::string& id);
+  // until the cache changes). Throws store and record errors; before a RecordError, sets
+  // `*unreadable_rev` (if given) to the revision of the value that did not decode.
+  const SplitSpec* load_spec(const std::string& id, Revision* unreadable_rev = nullptr);
   void forget_spec(const std::string& id) { spec_cache_.erase(id); }
 
  private:

@@ -221,29 +221,47 @@ TEST(SplitDeleted, records_deleted_while_no_leader_watched_are_rebuilt_from_thei
 
 class SpecDamage : public ::testing::TestWithParam<std::size_t> {};
 
-TEST_P(SpecDamage, the_split_is_parked_then_a_repair_replan_rewrites_the_spec_and_requeues_it) {
-  const BadValue bad = bad_values()[GetParam()];
-  auto planner = std::make_shared<TestPlanner>(make_splits(4, 10));
-  Fleet fleet(planner);
+// Two members converge; the non-leader and one split it holds (crashing it makes the survivor
+// claim the split again, which reads its spec). `split` is empty if it held none.
+struct Victim {
+  std::string id;
+  std::string split;
+};
+Victim converge_two(Fleet& fleet) {
   auto cfg = [](CoordinatorConfig& c) { c.rebalance_delay = 0ms; };
   fleet.add("a", cfg);
   fleet.add("b", cfg);
-  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }));
-  const std::string victim = fleet.leader_id() == "a" ? "b" : "a";
-  ASSERT_FALSE(fleet.node(victim).held().empty());
-  const std::string split = *fleet.node(victim).held().begin();
-  fleet.crash(victim);  // its splits are claimed again, which reads their specs
-  overwrite(fleet, core::spec_key(split), bad.bytes);
-  bool parked = false;
-  ASSERT_TRUE(fleet.run_until(
+  EXPECT_TRUE(fleet.run_until([&] { return fleet.converged(); }));
+  Victim v{fleet.leader_id() == "a" ? "b" : "a", {}};
+  const auto held = fleet.node(v.id).held();
+  if (!held.empty()) v.split = *held.begin();
+  return v;
+}
+
+// Runs the job to completion (every held split completed); `parked` records whether `split` was
+// parked for its spec on the way.
+bool completes_noting_park(Fleet& fleet, const std::string& split, bool& parked) {
+  return fleet.run_until(
       [&] {
         auto r = readable_split(fleet, split);
         parked |= r && core::parked_for_spec(*r);
         complete_held(fleet);
         return verdict_is(fleet, core::Verdict::complete);
       },
-      60s))
-      << bad.name;
+      60s);
+}
+
+TEST_P(SpecDamage, the_split_is_parked_then_a_repair_replan_rewrites_the_spec_and_requeues_it) {
+  const BadValue bad = bad_values()[GetParam()];
+  auto planner = std::make_shared<TestPlanner>(make_splits(4, 10));
+  Fleet fleet(planner);
+  const Victim victim = converge_two(fleet);
+  ASSERT_FALSE(victim.split.empty());
+  const std::string& split = victim.split;
+  fleet.crash(victim.id);  // its splits are claimed again, which reads their specs
+  overwrite(fleet, core::spec_key(split), bad.bytes);
+  bool parked = false;
+  ASSERT_TRUE(completes_noting_park(fleet, split, parked)) << bad.name;
   EXPECT_TRUE(parked) << "the claimer should have parked the split first";
   auto spec = fleet.mem->get(core::spec_key(split));
   ASSERT_TRUE(spec.has_value());
@@ -290,29 +308,18 @@ TEST(SpecDamage, a_stale_read_of_a_spec_repaired_since_does_not_park_the_split) 
     stale.push_back(std::make_shared<StaleReads>(std::move(inner)));
     return stale.back();
   };
-  auto cfg = [](CoordinatorConfig& c) { c.rebalance_delay = 0ms; };
-  fleet.add("a", cfg);
-  fleet.add("b", cfg);
-  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }));
-  const std::string victim = fleet.leader_id() == "a" ? "b" : "a";
-  ASSERT_FALSE(fleet.node(victim).held().empty());
-  const std::string split = *fleet.node(victim).held().begin();
+  const Victim victim = converge_two(fleet);
+  ASSERT_FALSE(victim.split.empty());
+  const std::string& split = victim.split;
   const std::string skey = core::spec_key(split);
   const std::string good = fleet.mem->get(skey)->value;
   overwrite(fleet, skey, "{not json");
   const Entry damaged = *fleet.mem->get(skey);
   overwrite(fleet, skey, good);  // repaired before anyone read the damage
   for (auto& s : stale) s->serve(skey, damaged, 3);
-  fleet.crash(victim);  // the survivor claims the split and reads its spec
+  fleet.crash(victim.id);  // the survivor claims the split and reads its spec
   bool parked = false;
-  ASSERT_TRUE(fleet.run_until(
-      [&] {
-        auto r = readable_split(fleet, split);
-        parked |= r && core::parked_for_spec(*r);
-        complete_held(fleet);
-        return verdict_is(fleet, core::Verdict::complete);
-      },
-      60s));
+  ASSERT_TRUE(completes_noting_park(fleet, split, parked));
   int served = 0;
   for (auto& s : stale) served += s->served;
   EXPECT_GT(served, 0) << "the survivor should have read the stale spec";
