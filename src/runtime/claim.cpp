@@ -210,6 +210,7 @@ std::optional<Revision> Worker::take_lease(const std::string& id, std::uint64_t 
     // (or until the view shows it landed: an orphan to give back).
     if (e.code() == StoreErrc::unknown_outcome) {
       doubtful_leases_[id] = ctx_.clock.now() + ctx_.config.lease_duration;
+      ++doubtful_gen_;
     }
     throw;
   }

@@ -87,6 +87,7 @@ void HeldSplits::add(std::shared_ptr<Held> h) {
   }
   MutexLock lk(mu_);
   held_[h->id] = h;
+  held_changes_.emplace_back(h->id, true);
   revocations_.erase(h->id);
   push_locked(std::move(grant));
   ctx_.metrics.set_owned(held_.size());
@@ -96,6 +97,13 @@ std::shared_ptr<Held> HeldSplits::find(std::string_view id) const {
   MutexLock lk(mu_);
   auto it = held_.find(id);
   return it == held_.end() ? nullptr : it->second;
+}
+
+std::vector<std::pair<std::string, bool>> HeldSplits::take_held_changes() {
+  std::vector<std::pair<std::string, bool>> out;
+  MutexLock lk(mu_);
+  out.swap(held_changes_);
+  return out;
 }
 
 std::vector<std::shared_ptr<Held>> HeldSplits::all() const {
@@ -207,6 +215,7 @@ void HeldSplits::drop(Held& h, std::optional<LossReason> reason) {
     auto it = held_.find(h.id);
     if (it != held_.end() && it->second.get() == &h) {
       held_.erase(it);
+      held_changes_.emplace_back(h.id, false);
       revocations_.erase(h.id);
     }
     ctx_.metrics.set_owned(held_.size());
@@ -232,6 +241,7 @@ void HeldSplits::abandon() {
     h->gone = true;  // no further I/O from user threads
   }
   MutexLock lk(mu_);
+  for (const auto& [id, h] : held_) held_changes_.emplace_back(id, false);
   held_.clear();
   revocations_.clear();
   leader_ = false;
@@ -242,7 +252,11 @@ void HeldSplits::abandon() {
 // lease left behind would only make the next owner wait for our session to end.
 void HeldSplits::erase_lease(const Held& h) {
   try {
-    ctx_.store.erase(core::lease_key(h.id), h.lease_rev);
+    const WriteResult r = ctx_.store.erase(core::lease_key(h.id), h.lease_rev);
+    if (r.ok) {
+      MutexLock lk(mu_);
+      erased_leases_.emplace_back(h.id, r.revision);
+    }
   } catch (const StoreError& e) {
     if (!e.retryable()) throw;
     MutexLock lk(mu_);
@@ -258,7 +272,11 @@ void HeldSplits::retry_lease_erases() {
   }
   for (std::size_t i = 0; i < todo.size(); ++i) {
     try {
-      ctx_.store.erase(core::lease_key(todo[i].first), todo[i].second);
+      const WriteResult r = ctx_.store.erase(core::lease_key(todo[i].first), todo[i].second);
+      if (r.ok) {
+        MutexLock lk(mu_);
+        erased_leases_.emplace_back(todo[i].first, r.revision);
+      }
     } catch (const StoreError& e) {
       if (!e.retryable()) throw;
       MutexLock lk(mu_);
@@ -266,6 +284,13 @@ void HeldSplits::retry_lease_erases() {
       return;
     }
   }
+}
+
+std::vector<std::pair<std::string, Revision>> HeldSplits::take_erased_leases() {
+  std::vector<std::pair<std::string, Revision>> out;
+  MutexLock lk(mu_);
+  out.swap(erased_leases_);
+  return out;
 }
 
 bool HeldSplits::lease_erases_pending() const {

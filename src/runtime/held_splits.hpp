@@ -85,6 +85,9 @@ class HeldSplits {
   void add(std::shared_ptr<Held> h) ETLC_EXCLUDES(mu_);
   std::shared_ptr<Held> find(std::string_view id) const ETLC_EXCLUDES(mu_);
   std::vector<std::shared_ptr<Held>> all() const ETLC_EXCLUDES(mu_);
+  // The splits added (true) and dropped (false) since the last call, in order, so the loop can
+  // mirror the held set (Worker) without copying it every step. One consumer only.
+  std::vector<std::pair<std::string, bool>> take_held_changes() ETLC_EXCLUDES(mu_);
   std::vector<std::string> ids() const ETLC_EXCLUDES(mu_);
   std::size_t size() const ETLC_EXCLUDES(mu_);
   void push_event(Event e) ETLC_EXCLUDES(mu_);
@@ -111,6 +114,10 @@ class HeldSplits {
   // Lease deletes that failed with a store error are retried here (the loop calls it each step).
   void retry_lease_erases() ETLC_EXCLUDES(mu_);
   bool lease_erases_pending() const ETLC_EXCLUDES(mu_);
+  // The lease deletes that landed since the last call (split id, the delete's revision), for the
+  // loop's lease view: in worker scope no watch tells it, and a lease of ours left in the view
+  // would look like an orphan to give back (two wasted round trips per release).
+  std::vector<std::pair<std::string, Revision>> take_erased_leases() ETLC_EXCLUDES(mu_);
 
   // Mirrors of loop state for user threads.
   void set_leader(bool leader) ETLC_EXCLUDES(mu_);
@@ -144,9 +151,13 @@ class HeldSplits {
   mutable Mutex mu_;
   CondVar event_cv_;
   std::map<std::string, std::shared_ptr<Held>, std::less<>> held_ ETLC_GUARDED_BY(mu_);
+  // Changes of held_ since take_held_changes (at most two per lane between two loop steps).
+  std::vector<std::pair<std::string, bool>> held_changes_ ETLC_GUARDED_BY(mu_);
   std::map<std::string, Revocation, std::less<>> revocations_ ETLC_GUARDED_BY(mu_);
   std::deque<Event> events_ ETLC_GUARDED_BY(mu_);
   std::vector<std::pair<std::string, Revision>> pending_lease_erases_ ETLC_GUARDED_BY(mu_);
+  // At most one per split held since the loop's last step (it drains them every step).
+  std::vector<std::pair<std::string, Revision>> erased_leases_ ETLC_GUARDED_BY(mu_);
   bool leader_ ETLC_GUARDED_BY(mu_) = false;
   std::optional<std::vector<std::string>> assignment_ ETLC_GUARDED_BY(mu_);
   std::string nonce_ ETLC_GUARDED_BY(mu_);

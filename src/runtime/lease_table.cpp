@@ -6,6 +6,7 @@
 namespace etlc::runtime {
 
 void LeaseTable::assign(const std::string& id, Entry entry) {
+  ++generation_;
   if (auto it = map_.find(id); it != map_.end() && entry.rev < it->second.rev) return;
   if (auto d = deleted_at_.find(id); d != deleted_at_.end()) {
     if (entry.rev < d->second) return;
@@ -20,6 +21,10 @@ void LeaseTable::assign(const std::string& id, Entry entry) {
 }
 
 void LeaseTable::erase(const std::string& id, Revision deleted_at) {
+  ++generation_;
+  if (auto it = map_.find(id); it != map_.end() && deleted_at != 0 && it->second.rev > deleted_at) {
+    return;  // a delete older than the lease held: the key was written again since
+  }
   map_.erase(id);
   owned_.erase(id);
   if (deleted_at != 0) {
@@ -29,18 +34,21 @@ void LeaseTable::erase(const std::string& id, Revision deleted_at) {
 }
 
 void LeaseTable::clear() {
+  ++generation_;
   map_.clear();
   owned_.clear();
   deleted_at_.clear();
 }
 
 void LeaseTable::forget(const std::string& id) {
+  ++generation_;
   map_.erase(id);
   owned_.erase(id);
   deleted_at_.erase(id);
 }
 
 void LeaseTable::retain_owned() {
+  ++generation_;
   std::erase_if(map_, [&](const auto& kv) { return !owned_.count(kv.first); });
   std::erase_if(deleted_at_, [&](const auto& kv) { return !owned_.count(kv.first); });
 }

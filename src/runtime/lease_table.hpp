@@ -8,6 +8,7 @@
 // sim seed 21364). Not thread-safe (the member's control loop owns it).
 #pragma once
 
+#include <cstdint>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -32,7 +33,8 @@ class LeaseTable {
   Map::const_iterator end() const { return map_.end(); }
   // Sets the entry unless it is older than the one held or than a delete seen (a stale read).
   void assign(const std::string& id, Entry entry);
-  // Drops the entry; `deleted_at` (the delete's revision, if known) floors later assigns.
+  // Drops the entry; `deleted_at` (the delete's revision, if known) floors later assigns, and a
+  // delete older than the entry held leaves it (the key was written again since).
   void erase(const std::string& id, Revision deleted_at = 0);
   void clear();
   // Drops the entry and its delete floor (the split is no longer followed).
@@ -41,11 +43,14 @@ class LeaseTable {
   void retain_owned();
   // Split ids whose lease names the owner instance (any nonce), sorted.
   const std::set<std::string>& owned() const { return owned_; }
+  // Changes whenever an entry or a delete floor may have (every mutating call bumps it).
+  std::uint64_t generation() const { return generation_; }
 
  private:
   std::string owner_;
   Map map_;
   std::set<std::string> owned_;
+  std::uint64_t generation_ = 1;
   std::unordered_map<std::string, Revision> deleted_at_;  // at most one per split
 };
 

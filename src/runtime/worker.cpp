@@ -21,56 +21,106 @@ bool contains(const std::vector<std::string>& sorted, const std::string& id) {
 }
 }  // namespace
 
-// assign.{me} when it is an instruction: readable, and of the plan's term or later.
-std::optional<std::vector<std::string>> Worker::followed_assignment() const {
+// assign.{me} when it is an instruction: readable, and of the plan's term or later. Copied only
+// when the record or its standing changed (a step must not cost O(assignment) for nothing).
+bool Worker::refresh_assignment() {
+  AssignmentKey key;
   auto it = views_.assigns().find(ctx_.instance);
-  if (it == views_.assigns().end() || !it->second.readable) return std::nullopt;
-  const auto& plan = views_.plan_view();
-  if (!core::assignment_in_force(it->second.rec.term, plan ? plan->first.term : 0)) {
-    return std::nullopt;
+  if (it != views_.assigns().end()) {
+    const auto& plan = views_.plan_view();
+    key =
+        AssignmentKey{it->second.rev, it->second.readable,
+                      it->second.readable && core::assignment_in_force(
+                                                 it->second.rec.term, plan ? plan->first.term : 0)};
   }
-  return it->second.rec.splits;
+  if (assignment_gen_ != 0 && key == assignment_key_) return false;
+  assignment_key_ = key;
+  ++assignment_gen_;
+  assignment_.reset();
+  if (key.in_force) assignment_ = it->second.rec.splits;
+  held_.set_assignment(assignment_);
+  return true;
 }
 
+// What reconcile acts on is the assignment, the held splits, the lease view and the passage of
+// time (claim retries). The passes whose inputs are only the first three run when one of them
+// changed, so a step caused by one split's event does not re-examine every held split.
 void Worker::reconcile(TimePoint now) {
   // A retry deadline that has passed gates nothing, but the loop wakes up for every deadline it
   // keeps: drop passed ones (e.g. of a split no longer assigned) or an idle member spins.
   std::erase_if(claim_retry_at_, [&](const auto& kv) { return kv.second <= now; });
+  mirror_held();
   if (!views_.caught_up()) return;
-  const std::optional<std::vector<std::string>> assigned = followed_assignment();
-  held_.set_assignment(assigned);
-  follow_leases(assigned, now);
-  if (!assigned) return;  // no instruction is not an instruction to hold nothing
-  give_back_orphan_leases(*assigned);
-  // Specs prefetched for splits no longer assigned (bounded by the assignment's size).
-  auto unassigned = [&](const auto& kv) { return !contains(*assigned, kv.first); };
-  std::erase_if(spec_cache_, unassigned);
-  std::erase_if(spec_absent_since_, unassigned);
-  const std::vector<std::shared_ptr<Held>> held = held_.all();
-  for (const auto& h : held) {
-    if (!contains(*assigned, h->id)) held_.begin_revocation(*h, now);
+  const bool assignment_changed = refresh_assignment();
+  const bool held_changed = held_changed_;
+  const std::vector<std::string> added = std::move(held_added_);
+  held_changed_ = false;
+  held_added_.clear();
+  follow_leases(assignment_changed || held_changed, now);
+  // No instruction is not an instruction to hold nothing. (When one comes, assignment_changed
+  // runs every pass below over the whole held set.)
+  if (!assignment_) return;
+  const std::vector<std::string>& assigned = *assignment_;
+  if (assignment_changed || held_changed || views_.leases().generation() != seen_lease_gen_) {
+    give_back_orphan_leases(assigned);
+    seen_lease_gen_ = views_.leases().generation();
   }
-  claim_assigned(*assigned, held, now);
+  if (assignment_changed) {
+    // Specs prefetched for splits no longer assigned (bounded by the assignment's size).
+    auto unassigned = [&](const auto& kv) { return !contains(assigned, kv.first); };
+    std::erase_if(spec_cache_, unassigned);
+    std::erase_if(spec_absent_since_, unassigned);
+  }
+  // Held, not assigned -> revoke: every held split when the assignment changed, else the new ones.
+  const auto revoke_unassigned = [&](const std::string& id) {
+    if (contains(assigned, id)) return;
+    if (auto h = held_.find(id)) held_.begin_revocation(*h, now);
+  };
+  if (assignment_changed) {
+    for (const std::string& id : held_ids_) revoke_unassigned(id);
+  } else {
+    for (const std::string& id : added) revoke_unassigned(id);
+  }
+  claim_assigned(assigned, now);
+}
+
+// Applies HeldSplits' changes to held_ids_, noting them for the passes that depend on the set.
+void Worker::mirror_held() {
+  for (auto& [id, now_held] : held_.take_held_changes()) {
+    held_changed_ = true;
+    if (now_held) {
+      held_ids_.insert(id);
+      held_added_.push_back(std::move(id));
+    } else {
+      held_ids_.erase(id);
+    }
+  }
 }
 
 // Worker scope: the leases a claim reads are followed by key watches: those of the first
 // max_in_flight assigned splits not held (the ones a claim pass tries), and those of splits whose
-// lease create had an unknown outcome, until the view shows whether it landed.
-void Worker::follow_leases(const std::optional<std::vector<std::string>>& assigned, TimePoint now) {
-  std::set<std::string> follow;
+// lease create had an unknown outcome, until the view shows whether it landed. The set is
+// recomputed when the assignment, the held splits or the doubtful leases changed.
+void Worker::follow_leases(bool changed, TimePoint now) {
+  const std::size_t doubtful_before = doubtful_leases_.size();
   std::erase_if(doubtful_leases_, [&](const auto& kv) {
     const std::string& id = kv.first;
     if (!views_.lease_known(id)) return false;
     auto it = views_.leases().find(id);
     if (it == views_.leases().end()) return now >= kv.second;  // it may still land until then
-    return it->second.rec.nonce != session_.nonce() || held_.find(id) != nullptr;
+    return it->second.rec.nonce != session_.nonce() || held_ids_.count(id) != 0;
   });
+  if (!changed && doubtful_leases_.size() == doubtful_before && doubtful_gen_ == followed_gen_) {
+    return;
+  }
+  followed_gen_ = doubtful_gen_;
+  std::set<std::string> follow;
   for (const auto& [id, until] : doubtful_leases_) follow.insert(id);
-  if (assigned) {
+  if (assignment_) {
     std::size_t waiting = 0;
-    for (const std::string& id : *assigned) {
+    for (const std::string& id : *assignment_) {
       if (waiting >= ctx_.config.max_in_flight) break;
-      if (held_.find(id)) continue;
+      if (held_ids_.count(id)) continue;
       follow.insert(id);
       ++waiting;
     }
@@ -93,26 +143,25 @@ void Worker::follow_waited_sessions() {
 // delete at the revision seen; a lost race refreshes the view from the store, so a wrong revision
 // in the view cannot keep the lease alive for ever).
 void Worker::give_back_orphan_leases(const std::vector<std::string>& assigned) {
-  std::vector<std::string> orphans;
-  for (const std::string& id : views_.leases().owned()) {
-    if (views_.leases().find(id)->second.rec.nonce == session_.nonce() && !held_.find(id) &&
-        !contains(assigned, id)) {
-      orphans.push_back(id);
+  std::vector<std::pair<std::string, Revision>> orphans;
+  const LeaseTable& leases = views_.leases();
+  for (const std::string& id : leases.owned()) {
+    if (held_ids_.count(id) || contains(assigned, id)) continue;
+    auto it = leases.find(id);
+    if (it != leases.end() && it->second.rec.nonce == session_.nonce()) {
+      orphans.emplace_back(id, it->second.rev);
     }
   }
-  for (const auto& id : orphans) liveness_.erase_lease_at(id, views_.leases().find(id)->second.rev);
+  for (const auto& [id, rev] : orphans) liveness_.erase_lease_at(id, rev);
 }
 
 // assigned, not held -> claim, within the lane budget and a bound per step.
-void Worker::claim_assigned(const std::vector<std::string>& assigned,
-                            const std::vector<std::shared_ptr<Held>>& held, TimePoint now) {
-  std::unordered_set<std::string_view> held_ids;
-  for (const auto& h : held) held_ids.insert(h->id);
-  std::size_t holding = held.size();
+void Worker::claim_assigned(const std::vector<std::string>& assigned, TimePoint now) {
+  std::size_t holding = held_ids_.size();
   std::size_t attempts = 0;
   for (const std::string& id : assigned) {
     if (holding >= ctx_.config.max_in_flight || attempts >= kClaimsPerStep) break;
-    if (held_ids.count(id)) continue;
+    if (held_ids_.count(id)) continue;
     if (auto it = claim_retry_at_.find(id); it != claim_retry_at_.end() && it->second > now) {
       continue;
     }

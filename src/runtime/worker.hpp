@@ -20,6 +20,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "etlc/split.hpp"
@@ -68,11 +69,12 @@ class Worker {
     std::string what;
     Revision unreadable_rev = 0;
   };
-  std::optional<std::vector<std::string>> followed_assignment() const;
-  void follow_leases(const std::optional<std::vector<std::string>>& assigned, TimePoint now);
+  // Refreshes assignment_ from assign.{me}; true if it (or whether it is in force) changed.
+  bool refresh_assignment();
+  void mirror_held();
+  void follow_leases(bool changed, TimePoint now);
   void give_back_orphan_leases(const std::vector<std::string>& assigned);
-  void claim_assigned(const std::vector<std::string>& assigned,
-                      const std::vector<std::shared_ptr<Held>>& held, TimePoint now);
+  void claim_assigned(const std::vector<std::string>& assigned, TimePoint now);
   void try_claim(const std::string& id, TimePoint now);
   // claim.cpp
   void claim(const std::string& id, TimePoint now);
@@ -102,6 +104,25 @@ class Worker {
   Liveness& liveness_;
   ThrottledLog& warn_;
   std::map<std::string, TimePoint> claim_retry_at_;
+  // The instruction followed (assign.{me} when in force) and what it was computed from.
+  struct AssignmentKey {
+    Revision rev = 0;  // 0: no record
+    bool readable = false;
+    bool in_force = false;
+    bool operator==(const AssignmentKey&) const = default;
+  };
+  std::optional<std::vector<std::string>> assignment_;
+  AssignmentKey assignment_key_;
+  std::uint64_t assignment_gen_ = 0;  // 0 until the first refresh
+  // The held set, mirrored from HeldSplits::take_held_changes every step.
+  std::unordered_set<std::string> held_ids_;
+  bool held_changed_ = false;            // since the passes last ran
+  std::vector<std::string> held_added_;  // likewise (bounded by the lanes)
+  // The inputs the last passes saw (reconcile): LeaseTable's generation, and doubtful_gen_ when
+  // follow_leases last ran.
+  std::uint64_t seen_lease_gen_ = 0;
+  std::uint64_t doubtful_gen_ = 0;  // bumped by every insert into doubtful_leases_
+  std::uint64_t followed_gen_ = 0;
   // Specs read for claims in progress (and prefetched while a split's previous owner drains it),
   // pruned to the assignment on every reconcile pass.
   std::unordered_map<std::string, SplitSpec> spec_cache_;
