@@ -28,6 +28,7 @@ void FleetViews::set_scope(ViewScope scope) {
   leader_session_.reset();
   lease_slots_.clear();
   session_slots_.clear();
+  ++follows_dropped_;
   members_.clear();
   assigns_.clear();
   leases_.retain_owned();  // this instance's leases stay known (the orphan sweep needs them)
@@ -191,6 +192,7 @@ void FleetViews::close_watches() {
   leader_session_.reset();
   lease_slots_.clear();
   session_slots_.clear();
+  ++follows_dropped_;
 }
 
 bool FleetViews::caught_up() const {

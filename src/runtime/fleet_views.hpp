@@ -21,6 +21,7 @@
 // writes can crash a member. Not thread-safe: the control loop owns it.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -95,6 +96,9 @@ class FleetViews {
   // Worker scope: the splits whose lease.{id} to follow (at most kMaxFollowedLeases: the rest
   // wait). A split no longer followed leaves the lease view unless the lease is this instance's.
   void follow_leases(const std::set<std::string>& ids);
+  // Bumped whenever every follow is dropped (a scope change, closed watches): a caller that
+  // skips follow_leases while its set is unchanged must call it again then.
+  std::uint64_t follows_dropped() const { return follows_dropped_; }
   // Whether lease.{id} is known: followed and caught up (worker scope), or always (fleet scope).
   bool lease_known(const std::string& id) const;
   static constexpr std::size_t kMaxFollowedLeases = 256;
@@ -176,10 +180,11 @@ class FleetViews {
 
   const MemberContext& ctx_;
   ViewScope scope_ = ViewScope::worker;
-  WatchSlot job_;                                           // both scopes
-  WatchSlot assign_me_;                                     // worker scope
-  std::optional<WatchSlot> leader_session_;                 // worker scope, while a peer leads
-  std::map<std::string, WatchSlot> lease_slots_;            // worker scope, by split id
+  WatchSlot job_;                                 // both scopes
+  WatchSlot assign_me_;                           // worker scope
+  std::optional<WatchSlot> leader_session_;       // worker scope, while a peer leads
+  std::map<std::string, WatchSlot> lease_slots_;  // worker scope, by split id
+  std::uint64_t follows_dropped_ = 0;
   std::map<std::string, WatchSlot> session_slots_;          // worker scope, by instance
   WatchSlot members_watch_, leases_watch_, assigns_watch_;  // fleet scope
   std::optional<std::pair<core::LeaderRecord, Revision>> leader_view_;

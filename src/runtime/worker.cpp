@@ -33,9 +33,9 @@ bool Worker::refresh_assignment() {
                       it->second.readable && core::assignment_in_force(
                                                  it->second.rec.term, plan ? plan->first.term : 0)};
   }
-  if (assignment_gen_ != 0 && key == assignment_key_) return false;
+  if (assignment_seen_ && key == assignment_key_) return false;
   assignment_key_ = key;
-  ++assignment_gen_;
+  assignment_seen_ = true;
   assignment_.reset();
   if (key.in_force) assignment_ = it->second.rec.splits;
   held_.set_assignment(assignment_);
@@ -43,51 +43,54 @@ bool Worker::refresh_assignment() {
 }
 
 // What reconcile acts on is the assignment, the held splits, the lease view and the passage of
-// time (claim retries). The passes whose inputs are only the first three run when one of them
-// changed, so a step caused by one split's event does not re-examine every held split.
+// time (claim retries). The passes that depend only on the first three run when one of them
+// changed, so a step caused by one split's event does not re-examine every held split. A change
+// marks the passes stale; each is marked current only once it completed, so a store error that
+// ends a step half-way only delays them.
 void Worker::reconcile(TimePoint now) {
   // A retry deadline that has passed gates nothing, but the loop wakes up for every deadline it
   // keeps: drop passed ones (e.g. of a split no longer assigned) or an idle member spins.
   std::erase_if(claim_retry_at_, [&](const auto& kv) { return kv.second <= now; });
   mirror_held();
   if (!views_.caught_up()) return;
-  const bool assignment_changed = refresh_assignment();
-  const bool held_changed = held_changed_;
-  const std::vector<std::string> added = std::move(held_added_);
-  held_changed_ = false;
-  held_added_.clear();
-  follow_leases(assignment_changed || held_changed, now);
-  // No instruction is not an instruction to hold nothing. (When one comes, assignment_changed
-  // runs every pass below over the whole held set.)
+  if (refresh_assignment()) stale_ = Stale{true, true, true, true};
+  if (views_.follows_dropped() != followed_after_drop_) stale_.follows = true;
+  follow_leases(now);
+  // No instruction is not an instruction to hold nothing (the passes stay stale until one).
   if (!assignment_) return;
   const std::vector<std::string>& assigned = *assignment_;
-  if (assignment_changed || held_changed || views_.leases().generation() != seen_lease_gen_) {
+  if (stale_.orphans || views_.leases().generation() != seen_lease_gen_) {
     give_back_orphan_leases(assigned);
     seen_lease_gen_ = views_.leases().generation();
+    stale_.orphans = false;
   }
-  if (assignment_changed) {
+  if (stale_.specs) {
     // Specs prefetched for splits no longer assigned (bounded by the assignment's size).
     auto unassigned = [&](const auto& kv) { return !contains(assigned, kv.first); };
     std::erase_if(spec_cache_, unassigned);
     std::erase_if(spec_absent_since_, unassigned);
+    stale_.specs = false;
   }
-  // Held, not assigned -> revoke: every held split when the assignment changed, else the new ones.
+  // Held, not assigned -> revoke: every held split after the assignment changed, else the ones
+  // added since the last pass.
   const auto revoke_unassigned = [&](const std::string& id) {
     if (contains(assigned, id)) return;
     if (auto h = held_.find(id)) held_.begin_revocation(*h, now);
   };
-  if (assignment_changed) {
+  if (stale_.revocations) {
     for (const std::string& id : held_ids_) revoke_unassigned(id);
   } else {
-    for (const std::string& id : added) revoke_unassigned(id);
+    for (const std::string& id : held_added_) revoke_unassigned(id);
   }
+  stale_.revocations = false;
+  held_added_.clear();
   claim_assigned(assigned, now);
 }
 
-// Applies HeldSplits' changes to held_ids_, noting them for the passes that depend on the set.
+// Applies HeldSplits' changes to held_ids_; the passes that read the set become stale.
 void Worker::mirror_held() {
   for (auto& [id, now_held] : held_.take_held_changes()) {
-    held_changed_ = true;
+    stale_.follows = stale_.orphans = true;
     if (now_held) {
       held_ids_.insert(id);
       held_added_.push_back(std::move(id));
@@ -101,7 +104,7 @@ void Worker::mirror_held() {
 // max_in_flight assigned splits not held (the ones a claim pass tries), and those of splits whose
 // lease create had an unknown outcome, until the view shows whether it landed. The set is
 // recomputed when the assignment, the held splits or the doubtful leases changed.
-void Worker::follow_leases(bool changed, TimePoint now) {
+void Worker::follow_leases(TimePoint now) {
   const std::size_t doubtful_before = doubtful_leases_.size();
   std::erase_if(doubtful_leases_, [&](const auto& kv) {
     const std::string& id = kv.first;
@@ -110,10 +113,12 @@ void Worker::follow_leases(bool changed, TimePoint now) {
     if (it == views_.leases().end()) return now >= kv.second;  // it may still land until then
     return it->second.rec.nonce != session_.nonce() || held_ids_.count(id) != 0;
   });
-  if (!changed && doubtful_leases_.size() == doubtful_before && doubtful_gen_ == followed_gen_) {
-    return;
+  if (doubtful_leases_.size() != doubtful_before || doubtful_gen_ != followed_gen_) {
+    stale_.follows = true;
   }
-  followed_gen_ = doubtful_gen_;
+  if (!stale_.follows) return;
+  const std::uint64_t doubtful_gen = doubtful_gen_;
+  const std::uint64_t drops = views_.follows_dropped();
   std::set<std::string> follow;
   for (const auto& [id, until] : doubtful_leases_) follow.insert(id);
   if (assignment_) {
@@ -129,6 +134,9 @@ void Worker::follow_leases(bool changed, TimePoint now) {
   std::erase_if(orphan_watch_, [&](const auto& kv) { return !follow.count(kv.first); });
   std::erase_if(session_waits_, [&](const auto& kv) { return !follow.count(kv.first); });
   follow_waited_sessions();
+  followed_gen_ = doubtful_gen;
+  followed_after_drop_ = drops;
+  stale_.follows = false;
 }
 
 void Worker::follow_waited_sessions() {

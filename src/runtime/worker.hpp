@@ -72,7 +72,7 @@ class Worker {
   // Refreshes assignment_ from assign.{me}; true if it (or whether it is in force) changed.
   bool refresh_assignment();
   void mirror_held();
-  void follow_leases(bool changed, TimePoint now);
+  void follow_leases(TimePoint now);
   void give_back_orphan_leases(const std::vector<std::string>& assigned);
   void claim_assigned(const std::vector<std::string>& assigned, TimePoint now);
   void try_claim(const std::string& id, TimePoint now);
@@ -113,18 +113,26 @@ class Worker {
   };
   std::optional<std::vector<std::string>> assignment_;
   AssignmentKey assignment_key_;
-  std::uint64_t assignment_gen_ = 0;  // 0 until the first refresh
+  bool assignment_seen_ = false;  // false until the first refresh
   // The held set, mirrored from HeldSplits::take_held_changes every step.
   std::unordered_set<std::string> held_ids_;
-  bool held_changed_ = false;            // since the passes last ran
-  std::vector<std::string> held_added_;  // likewise (bounded by the lanes)
-  // The inputs the last passes saw (reconcile): LeaseTable's generation, and doubtful_gen_ when
-  // follow_leases last ran.
+  std::vector<std::string> held_added_;  // since the revocation pass last ran (at most the lanes)
+  // The passes to run again (reconcile): their inputs changed since they last completed.
+  struct Stale {
+    bool follows = true;
+    bool orphans = true;
+    bool specs = true;
+    bool revocations = true;
+  };
+  Stale stale_;
+  // What the last completed passes saw: LeaseTable's generation (the orphan sweep), doubtful_gen_
+  // and FleetViews::follows_dropped (follow_leases).
   std::uint64_t seen_lease_gen_ = 0;
   std::uint64_t doubtful_gen_ = 0;  // bumped by every insert into doubtful_leases_
   std::uint64_t followed_gen_ = 0;
+  std::uint64_t followed_after_drop_ = 0;  // FleetViews::follows_dropped when it last ran
   // Specs read for claims in progress (and prefetched while a split's previous owner drains it),
-  // pruned to the assignment on every reconcile pass.
+  // pruned to the assignment whenever it changes.
   std::unordered_map<std::string, SplitSpec> spec_cache_;
   std::map<std::string, TimePoint> spec_absent_since_;  // spec.{id} read as absent since
   // Splits whose lease create had an unknown outcome (worker scope follows their leases).
