@@ -56,5 +56,38 @@ TEST(LeaseTable, ADeleteSeenFloorsLaterEntriesButNotNewerOnes) {
   EXPECT_EQ(t.find("s1")->second.rev, 3u);
 }
 
+TEST(LeaseTable, ADeleteOlderThanTheEntryHeldLeavesIt) {
+  LeaseTable t;
+  t.set_owner("me");
+  t.assign("s1", lease("other", 30));  // written again after the delete below
+  t.erase("s1", 25);                   // reported late (a release's own delete, applied next step)
+  ASSERT_NE(t.find("s1"), t.end());
+  EXPECT_EQ(t.find("s1")->second.rev, 30u);
+  t.erase("s1", 31);
+  EXPECT_EQ(t.find("s1"), t.end());
+}
+
+TEST(LeaseTable, EveryMutationChangesTheGeneration) {
+  LeaseTable t;
+  t.set_owner("me");
+  std::uint64_t g = t.generation();
+  auto changed = [&] {
+    const bool moved = t.generation() != g;
+    g = t.generation();
+    return moved;
+  };
+  t.assign("s1", lease("me", 5));
+  EXPECT_TRUE(changed());
+  t.erase("s1", 6);
+  EXPECT_TRUE(changed());
+  t.forget("s1");
+  EXPECT_TRUE(changed());
+  t.retain_owned();
+  EXPECT_TRUE(changed());
+  t.clear();
+  EXPECT_TRUE(changed());
+  EXPECT_FALSE(changed());
+}
+
 }  // namespace
 }  // namespace etlc::runtime

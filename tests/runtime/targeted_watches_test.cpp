@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "etlc/kv_store_wrapper.hpp"
 #include "fleet.hpp"
 
 namespace etlc::testing {
@@ -196,6 +197,57 @@ TEST(TargetedWatches, a_takeover_waits_for_no_timer_once_its_watches_caught_up) 
   const auto assigned_at = fleet.clock.now();
   ASSERT_TRUE(fleet.run_until([&] { return fleet.node(worker).held().count(split) > 0; }, 10s));
   EXPECT_LT(fleet.clock.now() - assigned_at, 100ms) << "the takeover waited for a timer";
+}
+
+// Counts a member's lease-key deletes and reads.
+class LeaseOps final : public KvStoreWrapper {
+ public:
+  using KvStoreWrapper::KvStoreWrapper;
+  WriteResult erase(std::string_view key, Revision expected) override {
+    if (key.starts_with("lease.")) ++erases[std::string(key)];
+    return KvStoreWrapper::erase(key, expected);
+  }
+  std::optional<Entry> get(std::string_view key) override {
+    if (key.starts_with("lease.")) ++reads[std::string(key)];
+    return KvStoreWrapper::get(key);
+  }
+  std::map<std::string, int> erases, reads;
+};
+
+// A plain worker's cooperative release is one record write and one lease delete. Its own lease
+// must leave its lease view with the delete: no watch tells a worker of it, and a lease of its own
+// left there looked like an orphan to give back (a second delete and a read, every release).
+TEST(TargetedWatches, a_release_deletes_the_lease_once_and_reads_nothing_back) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(12, 1'000'000));
+  Fleet fleet(planner);
+  std::map<std::string, std::shared_ptr<LeaseOps>> ops;
+  fleet.wrap_store = [&](const std::string& id, std::shared_ptr<KvStore> inner) {
+    auto w = std::make_shared<LeaseOps>(std::move(inner));
+    ops[id] = w;
+    return w;
+  };
+  for (const char* id : {"a", "b", "c"}) add_targeted(fleet, id);
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && standby(fleet); }));
+  std::string worker;
+  for (Node* n : fleet.live()) {
+    if (n->id != fleet.leader_id() && n->id != standby(fleet)->owner) worker = n->id;
+  }
+  ASSERT_FALSE(worker.empty());
+  const std::set<std::string> before = fleet.node(worker).held();
+  ops[worker]->erases.clear();
+  ops[worker]->reads.clear();
+  add_targeted(fleet, "d");  // 12 splits over 4 members: every member gives some up
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }, 60s));
+  const std::set<std::string> after = fleet.node(worker).held();
+  std::set<std::string> released;
+  for (const std::string& id : before) {
+    if (!after.count(id)) released.insert(core::lease_key(id));
+  }
+  ASSERT_FALSE(released.empty()) << "the worker gave nothing up";
+  for (const std::string& key : released) {
+    EXPECT_EQ(ops[worker]->erases[key], 1) << key;
+    EXPECT_EQ(ops[worker]->reads[key], 0) << key;
+  }
 }
 
 }  // namespace
