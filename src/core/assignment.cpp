@@ -325,6 +325,12 @@ WorkState sticky_and_fill(const AssignmentInput& in) {
     check_owner_index(s.record_owner, m_count, s, "record_owner");
     st.holder[j] = holder_of(s);
   }
+  if (in.damping_ppm_of_mean > 1'000'000) {
+    throw ConfigError(fmt::format("desired_assignment: damping_ppm_of_mean {} is above 10^6",
+                                  in.damping_ppm_of_mean));
+  }
+  st.pinned.resize(s_count);
+  for (std::size_t j = 0; j < s_count; ++j) st.pinned[j] = in.splits[j].pinned ? 1 : 0;
   st.stuck.assign(s_count, 0);
   st.at.assign(s_count, kNoMember);
   st.load.assign(m_count, 0);
@@ -386,13 +392,19 @@ class Improver {
     }
   };
 
+  // The splits pass 3 may move: not pinned, heavier than the threshold (a lighter one can never
+  // lower a load by more than it).
+  bool movable(std::size_t j) const {
+    return !st_.pinned[j] && WideLoad{st_.weight[j]} > st_.threshold;
+  }
   void rekey(std::size_t m) {
     excess_[m] = movable_[m] == 0 ? WideLoad{0} : st_.load[m] - minw_[m];
   }
   void seed_heaps();
   void snapshot();
   SplitSet& materialize(std::size_t m);
-  static SplitSet::const_iterator nearest_half(const SplitSet& from, WideLoad diff);
+  static SplitSet::const_iterator nearest_half(const SplitSet& from, WideLoad diff,
+                                               WideLoad threshold);
   void move_one(std::uint32_t f, std::uint32_t t);
 
   WorkState& st_;
@@ -431,7 +443,7 @@ Improver::Improver(WorkState& st)
       arrived_(m_count_) {
   for (std::size_t j = 0; j < s_count_; ++j) {
     const std::int32_t m = st_.at[j];
-    if (m != kNoMember && st_.weight[j] > 0) {
+    if (m != kNoMember && movable(j)) {
       const auto mm = static_cast<std::size_t>(m);
       ++movable_[mm];
       minw_[mm] = std::min(minw_[mm], st_.weight[j]);
@@ -451,7 +463,7 @@ void Improver::seed_heaps() {
 
 void Improver::snapshot() {
   csr_offset_.assign(m_count_ + 1, 0);
-  auto listed = [this](std::size_t j) { return st_.at[j] != kNoMember && st_.weight[j] > 0; };
+  auto listed = [this](std::size_t j) { return st_.at[j] != kNoMember && movable(j); };
   for (std::size_t j = 0; j < s_count_; ++j) {
     if (listed(j)) ++csr_offset_[static_cast<std::size_t>(st_.at[j]) + 1];
   }
@@ -483,17 +495,21 @@ Improver::SplitSet& Improver::materialize(std::size_t m) {
   return *sets_[m];
 }
 
-// The split of `from` whose weight is nearest diff/2 among those < diff: the heaviest split
-// <= diff/2 or the lightest split > diff/2. `from` holds one of them (its lightest is < diff).
-Improver::SplitSet::const_iterator Improver::nearest_half(const SplitSet& from, WideLoad diff) {
-  const WideLoad half = diff / 2;
+// The split of `from` whose weight is nearest diff/2 among those < diff - threshold (every split
+// in the set is heavier than the threshold, so these are the admitted ones): the heaviest split
+// <= min(diff/2, limit - 1) or the lightest split in (diff/2, limit). `from` holds one of them
+// (its lightest is < limit).
+Improver::SplitSet::const_iterator Improver::nearest_half(const SplitSet& from, WideLoad diff,
+                                                          WideLoad threshold) {
+  const WideLoad limit = diff - threshold;  // > minw(from) > threshold
+  const WideLoad half = std::min(diff / 2, limit - 1);
   auto it = half > WideLoad{kMaxWeight}
                 ? from.end()
                 : from.upper_bound(Entry{static_cast<std::uint64_t>(half),
                                          std::numeric_limits<std::uint32_t>::max()});
   auto pick = from.end();
   if (it != from.begin()) pick = std::prev(it);
-  if (it != from.end() && WideLoad{it->weight} < diff) {
+  if (it != from.end() && WideLoad{it->weight} < limit) {
     if (pick == from.end() || WideLoad{2} * it->weight - diff < diff - WideLoad{2} * pick->weight) {
       pick = it;
     }
@@ -505,11 +521,11 @@ Improver::SplitSet::const_iterator Improver::nearest_half(const SplitSet& from, 
 // Moves the best split of giver f to the lightest open member t.
 void Improver::move_one(std::uint32_t f, std::uint32_t t) {
   SplitSet& from = materialize(f);
-  const WideLoad diff = st_.load[f] - st_.load[t];  // > minw(f) > 0
-  const auto pick = nearest_half(from, diff);
+  const WideLoad diff = st_.load[f] - st_.load[t];  // > minw(f) + threshold > 0
+  const auto pick = nearest_half(from, diff, st_.threshold);
   const std::uint64_t w = pick->weight;
   const std::uint32_t j = st_.by_split_rank[pick->rank];
-  assert(improves(st_.load[f], st_.load[t], w));
+  assert(improves(st_.load[f], st_.load[t], w, st_.threshold));
   from.erase(pick);
 
   // Take j off f and re-key f in both heaps, then put it on t and re-key t (one key change
@@ -539,7 +555,8 @@ void Improver::run() {
   while (!open_.empty() && !givers_.empty()) {
     const std::uint32_t t = open_.top();
     const std::uint32_t f = givers_.top();
-    if (!(excess_[f] > st_.load[t])) break;  // no admitted move anywhere: local optimum
+    // No admitted move anywhere: a (damped) local optimum.
+    if (!(excess_[f] > st_.load[t] + st_.threshold)) break;
     if (st_.improving_moves >= st_.max_improving_moves) {
       st_.backstop_bound = true;
       break;
@@ -556,7 +573,26 @@ void Improver::run() {
 
 }  // namespace
 
+// The mean is over the members that can hold anything (lanes > 0); a fleet of none has no load.
+WideLoad damping_threshold(const WorkState& st) {
+  const AssignmentInput& in = *st.in;
+  WideLoad total = 0;
+  std::size_t holders = 0;
+  for (std::size_t m = 0; m < in.members.size(); ++m) {
+    total += st.load[m];
+    holders += in.members[m].lanes > 0 ? 1 : 0;
+  }
+  WideLoad threshold = in.damping_weight;
+  if (holders == 0 || in.damping_ppm_of_mean == 0) return threshold;
+  const WideLoad mean = total / holders;  // < 2^96
+  constexpr WideLoad kMillion = 1'000'000;
+  const WideLoad ppm = in.damping_ppm_of_mean;
+  const WideLoad share = mean / kMillion * ppm + mean % kMillion * ppm / kMillion;
+  return std::max(threshold, share);
+}
+
 void improve(WorkState& st) {
+  st.threshold = damping_threshold(st);
   if (st.in->members.size() < 2) return;
   Improver(st).run();
 }
@@ -611,6 +647,7 @@ Assignment finish(const WorkState& st) {
       ++stats.placed_from_queue;
     }
   }
+  stats.damping_threshold = saturate64(st.threshold);
   stats.improving_moves = st.improving_moves;
   stats.max_improving_moves = st.max_improving_moves;
   stats.backstop_bound = st.backstop_bound;

@@ -10,9 +10,10 @@
 //   1. sticky  — a split stays with its holder (previous assignee, else lease owner, else record
 //                owner) if that member has a lane left; a move costs a drain.
 //   2. fill    — unplaced splits, heaviest first, go to the least-loaded member with a free lane.
-//   3. improve — while a split of positive weight can move from `from` to a member `to` with a
-//                free lane such that load(from) > load(to) + weight (exactly the moves that lower
-//                the sum of squared loads), move one; stop at a local optimum.
+//   3. improve — while a split of positive weight, not pinned, can move from `from` to a member
+//                `to` with a free lane such that load(from) > load(to) + weight + threshold and
+//                weight > threshold (undamped, threshold 0: exactly the moves that lower the sum
+//                of squared loads), move one; stop at a (damped) local optimum.
 // Splits beyond the fleet's lane budget stay unassigned: they are the queue.
 //
 // Cost: O((S + moves) · log M) time and O(S + M) memory for S splits and M members (plus the
@@ -52,6 +53,10 @@ struct AssignSplit {
   // Statistics only (never changes the decision): the split's previous holder departed, so if it
   // is placed now it counts as reassigned_after_departure rather than placed_from_queue.
   bool holder_departed = false;
+  // Pass 3 never moves a pinned split (the caller pins splits nearly done: a move would cost a
+  // drain to move little work). Passes 1 and 2 treat it as any other: it stays with a live holder
+  // that has a lane for it, and is placed afresh when its holder is gone.
+  bool pinned = false;
 };
 
 // The default termination backstop of pass 3 (see AssignmentInput::max_improving_moves):
@@ -69,6 +74,12 @@ struct AssignmentInput {
   // Backstop on pass 3's moves; nullopt = default_max_improving_moves(splits.size()). Tests set
   // small values to watch it bind.
   std::optional<std::uint64_t> max_improving_moves;
+  // Damping of pass 3 (docs/work-assignment.md): a move must lower the heavier member's load by
+  // more than the threshold, max(damping_weight, damping_ppm_of_mean * mean load / 10^6), where
+  // the mean is the placed weight over the members with lanes. 0 and 0: undamped (every move
+  // that lowers the sum of squared loads). damping_ppm_of_mean above 10^6 is a ConfigError.
+  std::uint64_t damping_weight = 0;
+  std::uint32_t damping_ppm_of_mean = 0;
 };
 
 // Why the result differs from the current placement. "Holder" is the member a split is with now
@@ -89,6 +100,7 @@ struct AssignmentStats {
   std::uint64_t placed_from_queue = 0;           // no live holder: new split or queue drained
   std::uint64_t still_queued = 0;                // no live holder, and still no lane for it
 
+  std::uint64_t damping_threshold = 0;    // the threshold pass 3 applied (saturated at 2^64-1)
   std::uint64_t improving_moves = 0;      // moves pass 3 made (one split may move more than once)
   std::uint64_t max_improving_moves = 0;  // the backstop that was in force
   bool backstop_bound = false;  // pass 3 stopped at the backstop with an improving move left:

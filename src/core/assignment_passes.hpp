@@ -20,10 +20,14 @@ inline std::uint64_t saturate64(WideLoad x) noexcept {
 }
 
 // The admission rule of pass 3: moving a split of `weight` from a member of load `from` to a
-// member of load `to` is improving iff weight > 0 and from > to + weight — exactly when the move
-// lowers the sum of squared loads (exact; no overflow possible).
-inline bool improves(WideLoad from, WideLoad to, std::uint64_t weight) noexcept {
-  return weight > 0 && from > to + WideLoad{weight};
+// member of load `to` is admitted iff it lowers the heavier member's load, min(weight, from - to -
+// weight), by more than `threshold`: weight > threshold and from > to + weight + threshold. With
+// threshold 0 that is weight > 0 and from > to + weight, exactly when the move lowers the sum of
+// squared loads. Exact: loads and the threshold are below 2^96 (fewer than 2^32 splits of weight
+// below 2^64), so the sum cannot wrap.
+inline bool improves(WideLoad from, WideLoad to, std::uint64_t weight,
+                     WideLoad threshold = 0) noexcept {
+  return WideLoad{weight} > threshold && from > to + WideLoad{weight} + threshold;
 }
 
 // The working state between passes. Indices are input indices; order-sensitive choices use the
@@ -36,10 +40,12 @@ struct WorkState {
   std::vector<std::uint64_t> weight;         // split -> weight (a dense copy, for locality)
   std::vector<std::int32_t> holder;          // split -> live holder (or kNoMember)
   std::vector<std::uint8_t> stuck;           // split stayed with its holder in pass 1
+  std::vector<std::uint8_t> pinned;          // pass 3 never moves it (AssignSplit::pinned)
   std::vector<std::int32_t> at;              // split -> member it is placed on (or kNoMember)
   std::vector<WideLoad> load;                // member -> exact sum of placed weights
   std::vector<std::uint32_t> count;          // member -> number of placed splits
   std::uint64_t max_improving_moves = 0;
+  WideLoad threshold = 0;  // pass 3's damping threshold (damping_threshold), set by improve()
   std::uint64_t improving_moves = 0;
   bool backstop_bound = false;
 
@@ -62,6 +68,8 @@ struct WorkState {
 
 // Validation, ranks, pass 1 (sticky) and pass 2 (fill). Throws ConfigError on bad input.
 WorkState sticky_and_fill(const AssignmentInput& in);
+// Pass 3's damping threshold for the placement after passes 1 and 2 (AssignmentInput::damping_*).
+WideLoad damping_threshold(const WorkState& st);
 // Pass 3 as desired_assignment runs it: heaps keyed by load, O(log M + log k) per move.
 void improve(WorkState& st);
 // The output (by_member sorted by id, loads, stats) of a finished state.

@@ -58,18 +58,40 @@ inline std::optional<std::string> structural_violation(const core::AssignmentInp
   return std::nullopt;
 }
 
+// Pass 3's damping threshold, recomputed from the input and the output's loads: max(damping_weight,
+// damping_ppm_of_mean * mean / 10^6), the mean over the members with lanes (the placed weight does
+// not change in pass 3, so the output's loads give it).
+inline ExactLoad damping_threshold(const core::AssignmentInput& in, const core::Assignment& out) {
+  ExactLoad total = 0;
+  std::size_t holders = 0;
+  for (std::size_t m = 0; m < in.members.size(); ++m) holders += in.members[m].lanes > 0;
+  for (const ExactLoad l : exact_loads(in, out)) total += l;
+  ExactLoad threshold = in.damping_weight;
+  if (holders > 0) {
+    const ExactLoad mean = total / holders;
+    const ExactLoad ppm = in.damping_ppm_of_mean;
+    // mean * ppm / 10^6 without overflow: split mean at 10^6.
+    const ExactLoad share = (mean / 1'000'000) * ppm + (mean % 1'000'000) * ppm / 1'000'000;
+    if (share > threshold) threshold = share;
+  }
+  return threshold;
+}
+
 // Brute force over every (assigned split, other member with a free lane) pair: the first move
-// with weight > 0 and load(from) > load(to) + weight — one that lowers the sum of squared loads —
-// described, or nullopt if the assignment is locally optimal.
+// pass 3 would admit (not pinned, and lowering the heavier member's load by more than the damping
+// threshold: weight > t and load(from) > load(to) + weight + t; with t = 0, every move that lowers
+// the sum of squared loads), described, or nullopt if the assignment is (damped) locally optimal.
 inline std::optional<std::string> improving_move(const core::AssignmentInput& in,
                                                  const core::Assignment& out) {
   const auto load = exact_loads(in, out);
+  const ExactLoad t_min = damping_threshold(in, out);
   for (std::size_t f = 0; f < out.by_member.size(); ++f) {
     for (std::uint32_t j : out.by_member[f]) {
+      if (in.splits[j].pinned) continue;
       const std::uint64_t w = in.splits[j].weight;
       for (std::size_t t = 0; t < in.members.size(); ++t) {
         if (t == f || out.by_member[t].size() >= in.members[t].lanes) continue;
-        if (w > 0 && load[f] > load[t] + ExactLoad{w}) {
+        if (ExactLoad{w} > t_min && load[f] > load[t] + ExactLoad{w} + t_min) {
           return fmt::format("split {} (weight {}) can move from {} to {}", in.splits[j].id, w,
                              in.members[f].id, in.members[t].id);
         }

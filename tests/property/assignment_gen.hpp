@@ -1,6 +1,7 @@
 // RapidCheck generators for desired_assignment inputs: fleets of 0-12 members with
 // heterogeneous lane budgets (0 included), 0-200 splits with small, byte-scale or near-2^64
-// weights (and many ties), random ownership, reserved sets and previous assignments.
+// weights (and many ties), random ownership, reserved sets, previous assignments, pinned splits
+// and pass 3's damping.
 #pragma once
 
 #include <rapidcheck.h>
@@ -20,7 +21,8 @@ namespace etlc::core {
 // How RapidCheck prints a counterexample (found by argument-dependent lookup).
 inline void showValue(const AssignmentInput& in, std::ostream& os) {
   os << "seed " << in.seed << ", backstop "
-     << (in.max_improving_moves ? std::to_string(*in.max_improving_moves) : "default") << "\n";
+     << (in.max_improving_moves ? std::to_string(*in.max_improving_moves) : "default")
+     << ", damping " << in.damping_weight << " + " << in.damping_ppm_of_mean << " ppm of mean\n";
   for (std::size_t m = 0; m < in.members.size(); ++m) {
     os << "  member[" << m << "] " << in.members[m].id << " lanes " << in.members[m].lanes << "\n";
   }
@@ -28,7 +30,8 @@ inline void showValue(const AssignmentInput& in, std::ostream& os) {
     const AssignSplit& s = in.splits[j];
     os << "  split[" << j << "] " << s.id << " w " << s.weight << " prev " << s.previous
        << " lease " << s.lease_owner << " record " << s.record_owner
-       << (s.reserved ? " reserved" : "") << (s.holder_departed ? " departed" : "") << "\n";
+       << (s.reserved ? " reserved" : "") << (s.holder_departed ? " departed" : "")
+       << (s.pinned ? " pinned" : "") << "\n";
   }
 }
 
@@ -110,6 +113,7 @@ inline rc::Gen<core::AssignmentInput> gen_assignment_input() {
     const auto favourites = static_cast<std::int32_t>(std::min<std::uint32_t>(m_count, 2));
     const int reserved_pct = *rc::gen::element(0, 0, 5, 30);
     const int departed_pct = *uniform(0, 101);
+    const int pinned_pct = *rc::gen::element(0, 0, 0, 10, 50);
     const auto who = [&](int pct) -> std::int32_t {
       if (m_count == 0 || *uniform(0, 100) >= pct) return core::kNoMember;
       if (concentrated) return *uniform<std::int32_t>(0, favourites);
@@ -124,9 +128,19 @@ inline rc::Gen<core::AssignmentInput> gen_assignment_input() {
       s.record_owner = who(owned_pct);
       s.reserved = *uniform(0, 100) < reserved_pct;
       s.holder_departed = *uniform(0, 100) < departed_pct;
+      s.pinned = *uniform(0, 100) < pinned_pct;
       in.splits.push_back(std::move(s));
     }
     in.seed = *rc::gen::arbitrary<std::uint64_t>();
+    // Half the inputs undamped (today's default), the rest with an absolute threshold near the
+    // weights' scale and/or a fraction of the mean load up to all of it.
+    if (*rc::gen::arbitrary<bool>()) {
+      in.damping_weight =
+          in.splits.empty() ? 0 : in.splits[*uniform<std::size_t>(0, s_count)].weight;
+      if (*rc::gen::arbitrary<bool>()) in.damping_weight = 0;
+      in.damping_ppm_of_mean =
+          *rc::gen::element<std::uint32_t>(0, 1'000, 50'000, 100'000, 1'000'000);
+    }
     return in;
   });
 }
@@ -150,6 +164,8 @@ inline core::AssignmentInput shuffled(const core::AssignmentInput& in, std::uint
   core::AssignmentInput out;
   out.seed = in.seed;
   out.max_improving_moves = in.max_improving_moves;
+  out.damping_weight = in.damping_weight;
+  out.damping_ppm_of_mean = in.damping_ppm_of_mean;
   for (std::size_t i : mp) out.members.push_back(in.members[i]);
   for (std::size_t j : sp) {
     core::AssignSplit s = in.splits[j];

@@ -52,10 +52,11 @@ RC_GTEST_PROP(Assignment, assignment_is_stable_under_unchanged_input, ()) {
   RC_ASSERT(second.stats.kept == first.stats.assigned);
 }
 
-// Invariant 4: no single split can move to a member with a free lane and satisfy
-// load(from) > load(to) + weight — checked by brute force over every (split, target) pair. The
-// default backstop must never bind; a small random backstop must be reported exactly when it
-// leaves an improving move behind.
+// Invariant 4: no single split that is not pinned can move to a member with a free lane and lower
+// the heavier member's load by more than the damping threshold t (weight > t and load(from) >
+// load(to) + weight + t; undamped, t = 0: no move lowers the sum of squared loads) — checked by
+// brute force over every (split, target) pair. The default backstop must never bind; a small
+// random backstop must be reported exactly when it leaves an improving move behind.
 RC_GTEST_PROP(Assignment, assignment_admits_no_improving_move, ()) {
   AssignmentInput in = *gen_assignment_input();
   const Assignment out = desired_assignment(in);
@@ -63,9 +64,13 @@ RC_GTEST_PROP(Assignment, assignment_admits_no_improving_move, ()) {
   RC_TAG(out.stats.improving_moves == 0   ? "no improving move needed"
          : out.stats.improving_moves < 10 ? "1-9 improving moves"
                                           : "10+ improving moves");
+  RC_TAG(in.damping_weight == 0 && in.damping_ppm_of_mean == 0 ? "undamped" : "damped");
   RC_ASSERT(!out.stats.backstop_bound);
   const auto move = test::improving_move(in, out);
   RC_ASSERT(!move.has_value());
+  const test::ExactLoad threshold = test::damping_threshold(in, out);
+  RC_ASSERT(test::ExactLoad{out.stats.damping_threshold} ==
+            std::min(threshold, test::ExactLoad{~std::uint64_t{0}}));
 
   in.max_improving_moves = *rc::gen::inRange<std::uint64_t>(0, 8);
   const Assignment capped = desired_assignment(in);
@@ -119,6 +124,53 @@ RC_GTEST_PROP(Assignment, new_unheld_splits_change_nothing_once_every_lane_is_fu
   const Assignment out = desired_assignment(grown);
   RC_ASSERT(test::published(published, base) == test::published(grown, out));
   RC_ASSERT(out.stats.queued == base.stats.queued + added);
+}
+
+// Pass 3 never moves a pinned split: wherever passes 1 and 2 put it (the same input with pass 3
+// off), it stays.
+RC_GTEST_PROP(Assignment, pass_3_never_moves_a_pinned_split, ()) {
+  AssignmentInput in = *gen_assignment_input();
+  const Assignment out = desired_assignment(in);
+  RC_PRE(!out.stats.backstop_bound);
+  in.max_improving_moves = 0;
+  const Assignment placed = desired_assignment(in);
+  const auto where = [&](const Assignment& a) {
+    std::vector<std::int32_t> at(in.splits.size(), kNoMember);
+    for (std::size_t m = 0; m < a.by_member.size(); ++m) {
+      for (std::uint32_t j : a.by_member[m]) at[j] = static_cast<std::int32_t>(m);
+    }
+    return at;
+  };
+  const auto before = where(placed), after = where(out);
+  std::size_t pinned = 0;
+  for (std::size_t j = 0; j < in.splits.size(); ++j) {
+    if (!in.splits[j].pinned) continue;
+    ++pinned;
+    RC_ASSERT(after[j] == before[j]);
+  }
+  RC_TAG(pinned == 0 ? "no pinned split" : "pinned splits");
+  RC_TAG(out.stats.improving_moves == 0 ? "pass 3 idle" : "pass 3 moved");
+}
+
+// Progress alone (weights only going down, as remaining work does) on a settled fleet moves
+// nothing unless some single move would then lower a load by more than the damping threshold.
+RC_GTEST_PROP(Assignment, progress_that_no_move_gains_by_moves_nothing, ()) {
+  const AssignmentInput in = *gen_assignment_input();
+  const Assignment first = desired_assignment(in);
+  RC_PRE(!first.stats.backstop_bound);
+  AssignmentInput progressed = test::fed_back(in, first);
+  for (auto& s : progressed.splits) {
+    if (*test::uniform(0, 2) == 0) s.weight = *rc::gen::inRange<std::uint64_t>(0, s.weight / 2 + 1);
+  }
+  const auto admitted = test::improving_move(progressed, first);  // the placement as it stands
+  RC_TAG(admitted ? "a move now gains more than the threshold" : "no move gains enough");
+  const Assignment second = desired_assignment(progressed);
+  if (!admitted) {
+    RC_ASSERT(second.by_member == first.by_member);
+    RC_ASSERT(second.stats.drains() == 0u);
+  } else {
+    RC_ASSERT(!test::improving_move(progressed, second).has_value());
+  }
 }
 
 }  // namespace

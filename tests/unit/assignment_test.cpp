@@ -363,6 +363,58 @@ TEST(Assignment, zero_weight_splits_are_never_moved_for_balance) {
   EXPECT_EQ(out.stats.kept, 6u);
 }
 
+// The end of a job balanced on remaining work: members' loads are uneven by less than one split.
+// Undamped, pass 3 moves a nearly done split to even them; with a threshold of 10% of the mean
+// load it leaves the fleet alone, and a pinned split stays even when a move would gain a lot.
+TEST(Assignment, damping_leaves_a_small_imbalance_alone) {
+  auto tail = [](std::uint64_t damping_weight, std::uint32_t ppm, bool pin) {
+    Fleet f;
+    f.member("a", 10).member("b", 10);
+    f.split("a1", 100, "a").split("a2", 100, "a").split("a3", 30, "a");  // a: 230
+    f.split("b1", 100, "b").split("b2", 90, "b");                        // b: 190
+    f.last().pinned = pin;
+    f.input().damping_weight = damping_weight;
+    f.input().damping_ppm_of_mean = ppm;
+    const Assignment out = f.run();
+    f.expect_sound();
+    return std::make_pair(out.stats.improving_moves, out.stats.damping_threshold);
+  };
+  // Undamped: moving a3 (30) makes 200 / 220, lowering the heavier load by 10.
+  EXPECT_EQ(tail(0, 0, false).first, 1u);
+  // 10% of the mean (210): a threshold of 21 > 10, so nothing moves.
+  EXPECT_EQ(tail(0, 100'000, false), std::make_pair(std::uint64_t{0}, std::uint64_t{21}));
+  // An absolute threshold below the gain still lets it move; one at the gain does not.
+  EXPECT_EQ(tail(9, 0, false).first, 1u);
+  EXPECT_EQ(tail(10, 0, false).first, 0u);
+}
+
+TEST(Assignment, a_pinned_split_stays_while_its_holder_has_a_lane) {
+  Fleet f;
+  f.member("a", 10).member("b", 10);
+  f.split("big", 1000, "a");
+  f.last().pinned = true;
+  f.split("small", 10, "a");
+  f.member("c", 10);
+  f.run();
+  f.expect_sound();
+  EXPECT_EQ(f.of("a"),
+            Ids{"big"});  // the unpinned split moved; the pinned one, worth more, did not
+  // Its holder gone, a pinned split is placed like any other.
+  Fleet g;
+  g.member("b", 10);
+  g.split("big", 1000);
+  g.last().pinned = true;
+  g.run();
+  EXPECT_EQ(g.of("b"), Ids{"big"});
+}
+
+TEST(Assignment, a_damping_fraction_above_one_is_a_config_error) {
+  Fleet f;
+  f.member("a", 1).split("s", 1);
+  f.input().damping_ppm_of_mean = 1'000'001;
+  EXPECT_THROW(f.run(), ConfigError);
+}
+
 TEST(Assignment, the_improve_backstop_binds_visibly) {
   Fleet f;
   f.member("a", 100).member("b", 100);
