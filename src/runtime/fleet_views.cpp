@@ -125,6 +125,14 @@ void FleetViews::follow_leases(const std::set<std::string>& ids) {
   }
 }
 
+void FleetViews::own_lease_deleted(const std::string& id, Revision rev) {
+  if (scope_ == ViewScope::worker && !lease_slots_.count(id)) {
+    leases_.erase_if_not_newer(id, rev);
+  } else {
+    leases_.erase(id, rev);
+  }
+}
+
 void FleetViews::follow_sessions(const std::set<std::string>& instances) {
   if (scope_ != ViewScope::worker) return;
   for (auto it = session_slots_.begin(); it != session_slots_.end();) {

@@ -96,6 +96,9 @@ class FleetViews {
   // Worker scope: the splits whose lease.{id} to follow (at most kMaxFollowedLeases: the rest
   // wait). A split no longer followed leaves the lease view unless the lease is this instance's.
   void follow_leases(const std::set<std::string>& ids);
+  // This member deleted lease.{id} at `rev` (a release): the view drops it. A delete floor is
+  // kept only where a watch of the key keeps the view (fleet scope, or a followed split).
+  void own_lease_deleted(const std::string& id, Revision rev);
   // Bumped whenever every follow is dropped (a scope change, closed watches): a caller that
   // skips follow_leases while its set is unchanged must call it again then.
   std::uint64_t follows_dropped() const { return follows_dropped_; }

@@ -33,6 +33,13 @@ void LeaseTable::erase(const std::string& id, Revision deleted_at) {
   }
 }
 
+void LeaseTable::erase_if_not_newer(const std::string& id, Revision deleted_at) {
+  ++generation_;
+  if (auto it = map_.find(id); it != map_.end() && it->second.rev > deleted_at) return;
+  map_.erase(id);
+  owned_.erase(id);
+}
+
 void LeaseTable::clear() {
   ++generation_;
   map_.clear();

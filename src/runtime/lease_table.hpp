@@ -36,6 +36,9 @@ class LeaseTable {
   // Drops the entry; `deleted_at` (the delete's revision, if known) floors later assigns, and a
   // delete older than the entry held leaves it (the key was written again since).
   void erase(const std::string& id, Revision deleted_at = 0);
+  // Drops the entry unless it is newer than `deleted_at`, and keeps no floor (for a key nobody
+  // follows: a floor would outlive the split's interest, one per split ever released).
+  void erase_if_not_newer(const std::string& id, Revision deleted_at);
   void clear();
   // Drops the entry and its delete floor (the split is no longer followed).
   void forget(const std::string& id);

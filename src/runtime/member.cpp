@@ -110,7 +110,6 @@ TimePoint Member::step_locked(TimePoint now) {
   handle_session(session_.tick(now));
   if (stopped_ || !session_.is_open()) return now;
   held_.retry_lease_erases();
-  for (const auto& [id, rev] : held_.take_erased_leases()) views_.leases().erase(id, rev);
   if (views_.caught_up()) {
     const auto expired = liveness_.expire_peers(now, leadership_ != nullptr, session_.nonce());
     if (leadership_) leadership_->departed(expired, now);

@@ -52,6 +52,9 @@ void Worker::reconcile(TimePoint now) {
   // keeps: drop passed ones (e.g. of a split no longer assigned) or an idle member spins.
   std::erase_if(claim_retry_at_, [&](const auto& kv) { return kv.second <= now; });
   mirror_held();
+  // After the held changes: a release journals its lease delete before its drop, so every drop
+  // seen has its delete here too (else the sweep below would take the lease for an orphan).
+  for (const auto& [id, rev] : held_.take_erased_leases()) views_.own_lease_deleted(id, rev);
   if (!views_.caught_up()) return;
   if (refresh_assignment()) stale_ = Stale{true, true, true, true};
   if (views_.follows_dropped() != followed_after_drop_) stale_.follows = true;
@@ -60,8 +63,11 @@ void Worker::reconcile(TimePoint now) {
   if (!assignment_) return;
   const std::vector<std::string>& assigned = *assignment_;
   if (stale_.orphans || views_.leases().generation() != seen_lease_gen_) {
+    // The generation before the sweep: what the sweep itself changed in the view (a give-back
+    // that lost its race re-reads the lease) is looked at again next step.
+    const std::uint64_t gen = views_.leases().generation();
     give_back_orphan_leases(assigned);
-    seen_lease_gen_ = views_.leases().generation();
+    seen_lease_gen_ = gen;
     stale_.orphans = false;
   }
   if (stale_.specs) {

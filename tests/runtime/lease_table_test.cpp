@@ -67,6 +67,18 @@ TEST(LeaseTable, ADeleteOlderThanTheEntryHeldLeavesIt) {
   EXPECT_EQ(t.find("s1"), t.end());
 }
 
+TEST(LeaseTable, AnUnfollowedDeleteKeepsNoFloorAndSparesANewerEntry) {
+  LeaseTable t;
+  t.set_owner("me");
+  t.assign("s1", lease("me", 10));
+  t.erase_if_not_newer("s1", 12);
+  EXPECT_EQ(t.find("s1"), t.end());
+  t.assign("s1", lease("other", 11));  // no floor: taken as it comes (nobody follows the key)
+  EXPECT_EQ(t.find("s1")->second.rev, 11u);
+  t.erase_if_not_newer("s1", 9);  // older than the entry: kept
+  EXPECT_EQ(t.find("s1")->second.rev, 11u);
+}
+
 TEST(LeaseTable, EveryMutationChangesTheGeneration) {
   LeaseTable t;
   t.set_owner("me");
@@ -83,6 +95,8 @@ TEST(LeaseTable, EveryMutationChangesTheGeneration) {
   t.forget("s1");
   EXPECT_TRUE(changed());
   t.retain_owned();
+  EXPECT_TRUE(changed());
+  t.erase_if_not_newer("s1", 7);
   EXPECT_TRUE(changed());
   t.clear();
   EXPECT_TRUE(changed());
