@@ -175,6 +175,11 @@ class Fields {
   std::string text(std::string_view name) const { return as_text(name, required(name)); }
 
   // Absent means nullopt; an explicit null is a wrong type (one encoding per value).
+  std::optional<std::uint64_t> optional_u64(std::string_view name) const {
+    if (find(name) == nullptr) return std::nullopt;
+    return u64(name);
+  }
+
   std::optional<std::string> optional_text(std::string_view name) const {
     const Json* v = find(name);
     if (v == nullptr) return std::nullopt;
@@ -462,6 +467,7 @@ std::string encode(const SplitRecord& r) {
   OrderedJson progress = OrderedJson::object();
   progress["watermark"] = r.progress.watermark;
   progress["state"] = base64_encode(r.progress.state);
+  if (r.done) progress["done"] = *r.done;
   j["progress"] = std::move(progress);
   if (r.last_error) j["last_error"] = *r.last_error;
   return finish(split_key(r.id), j);
@@ -594,9 +600,10 @@ SplitRecord decode_split(std::string_view key, std::string_view bytes) {
     r.attempts = f.u32("attempts");
     r.weight = f.u64("weight");
     Fields progress = f.object("progress");
-    progress.allow_only({"watermark", "state"});
+    progress.allow_only({"watermark", "state", "done"});
     r.progress.watermark = progress.u64("watermark");
     r.progress.state = progress.bytes("state", kMaxProgressStateBytes, "kMaxProgressStateBytes");
+    r.done = progress.optional_u64("done");
     r.last_error = f.optional_text("last_error");
     check_key_id(key, kSplitPrefix, "id", r.id);
     return r;

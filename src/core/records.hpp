@@ -129,7 +129,11 @@ struct SplitRecord {
   std::optional<std::string> owner_nonce;  // that owner's process nonce
   std::uint32_t attempts = 0;              // non-graceful ends so far (poison evidence)
   std::uint64_t weight = 0;
-  SplitProgress progress;                 // watermark + opaque state
+  SplitProgress progress;  // watermark + opaque state
+  // progress.done: how much of `weight` is done, in its units (issue 16). No release writes it
+  // yet; this one reads and keeps it, so the release that writes it can join a fleet running
+  // this one (decision 0011). A value above `weight` means all of it.
+  std::optional<std::uint64_t> done;
   std::optional<std::string> last_error;  // the most recent fail() reason, for operators
   friend bool operator==(const SplitRecord&, const SplitRecord&) = default;
 };

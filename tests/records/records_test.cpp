@@ -92,6 +92,24 @@ TEST(RecordFormat, OptionalFieldsAreOmittedWhenAbsent) {
   EXPECT_EQ(decode_split(kSplitKey, bytes), r);
 }
 
+// progress.done is read and written back before any release reports it (decision 0011): a
+// member of this release must not take a later member's record for damage.
+TEST(RecordFormat, ProgressDoneIsReadAndKept) {
+  const std::string later =
+      R"({"v":1,"id":"a.b","epoch":7,"status":"runnable","attempts":2,"weight":10,)"
+      R"("progress":{"watermark":42,"state":"AP8=","done":6}})";
+  SplitRecord r = decode_split(kSplitKey, later);
+  ASSERT_TRUE(r.done.has_value());
+  EXPECT_EQ(*r.done, 6u);
+  EXPECT_EQ(encode(r), later);
+  r.done.reset();
+  EXPECT_EQ(encode(r).find("done"), std::string::npos);
+  const std::string negative =
+      R"({"v":1,"id":"a.b","epoch":7,"status":"runnable","attempts":2,"weight":10,)"
+      R"("progress":{"watermark":42,"state":"AP8=","done":-1}})";
+  EXPECT_THROW(decode_split(kSplitKey, negative), RecordError);
+}
+
 TEST(RecordFormat, EveryOtherRecordGolden) {
   const LeaderRecord leader{"m1", "n1", 3};
   const std::string leader_json = R"({"v":1,"owner":"m1","nonce":"n1","term":3})";
