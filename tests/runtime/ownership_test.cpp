@@ -44,6 +44,33 @@ TEST(Ownership, a_zombie_paused_past_its_lease_is_fenced_and_its_late_commit_wri
   EXPECT_GE(z.count<SplitLost>(), 1u);
 }
 
+// A split record carrying progress.done (written by a later release, decision 0011) is taken over
+// and committed by this one without losing the field or counting the record as damage.
+TEST(Ownership, a_takeover_and_its_commits_keep_progress_done) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(4, 10));
+  Fleet fleet(planner);
+  fleet.add("a", [](CoordinatorConfig& c) { c.rebalance_delay = 0ms; });
+  Node& z = fleet.add("z", [](CoordinatorConfig& c) { c.rebalance_delay = 0ms; });
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }));
+  ASSERT_NE(fleet.leader_id(), "z");
+  ASSERT_FALSE(z.held().empty());
+  const std::string split = *z.held().begin();
+  z.running = false;  // z stops: nobody writes the record until a takes it over
+  const std::string key = core::split_key(split);
+  const auto cur = fleet.mem->get(key);
+  ASSERT_TRUE(cur);
+  core::SplitRecord rec = core::decode_split(key, cur->value);
+  rec.done = 6;
+  ASSERT_TRUE(fleet.mem->update(key, core::encode(rec), cur->revision).ok);
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.node("a").held().count(split) > 0; }, 20s));
+  EXPECT_EQ(fleet.split_record(split).owner, "a");
+  EXPECT_EQ(fleet.split_record(split).done, std::optional<std::uint64_t>{6});
+  ASSERT_TRUE(fleet.node("a").coord->commit(split, SplitProgress{7, "a-state"}).durable());
+  const core::SplitRecord after = fleet.split_record(split);
+  EXPECT_EQ(after.progress.watermark, 7u);
+  EXPECT_EQ(after.done, std::optional<std::uint64_t>{6});
+}
+
 TEST(Ownership, a_call_for_an_ended_tenancy_is_fenced_writes_nothing_and_keeps_the_new_one) {
   auto planner = std::make_shared<TestPlanner>(make_splits(2, 10));
   Fleet fleet(planner);
