@@ -247,16 +247,20 @@ void HeldSplits::abandon() {
   leader_ = false;
 }
 
+// The guarded delete itself; a delete that landed is journalled for the loop's lease view.
+void HeldSplits::erase_lease_at(const std::string& id, Revision rev) {
+  const WriteResult r = ctx_.store.erase(core::lease_key(id), rev);
+  if (!r.ok) return;
+  MutexLock lk(mu_);
+  erased_leases_.emplace_back(id, r.revision);
+}
+
 // Deletes the split's lease (guarded by the revision we created it at). If the store cannot be
 // reached the delete is queued and retried by the loop: the record already says released, and a
 // lease left behind would only make the next owner wait for our session to end.
 void HeldSplits::erase_lease(const Held& h) {
   try {
-    const WriteResult r = ctx_.store.erase(core::lease_key(h.id), h.lease_rev);
-    if (r.ok) {
-      MutexLock lk(mu_);
-      erased_leases_.emplace_back(h.id, r.revision);
-    }
+    erase_lease_at(h.id, h.lease_rev);
   } catch (const StoreError& e) {
     if (!e.retryable()) throw;
     MutexLock lk(mu_);
@@ -272,11 +276,7 @@ void HeldSplits::retry_lease_erases() {
   }
   for (std::size_t i = 0; i < todo.size(); ++i) {
     try {
-      const WriteResult r = ctx_.store.erase(core::lease_key(todo[i].first), todo[i].second);
-      if (r.ok) {
-        MutexLock lk(mu_);
-        erased_leases_.emplace_back(todo[i].first, r.revision);
-      }
+      erase_lease_at(todo[i].first, todo[i].second);
     } catch (const StoreError& e) {
       if (!e.retryable()) throw;
       MutexLock lk(mu_);

@@ -143,6 +143,7 @@ class HeldSplits {
   std::optional<CommitResult> resolve_conflict(Held& h, const core::SplitRecord& next,
                                                const char* what) ETLC_REQUIRES(h.io);
   void erase_lease(const Held& h) ETLC_EXCLUDES(mu_);
+  void erase_lease_at(const std::string& id, Revision rev) ETLC_EXCLUDES(mu_);
   void push_locked(Event e) ETLC_REQUIRES(mu_);
   CommitResult terminal_write(Held& h, core::SplitRecord next, const char* what)
       ETLC_REQUIRES(h.io);

@@ -20,13 +20,18 @@ void LeaseTable::assign(const std::string& id, Entry entry) {
   map_.insert_or_assign(id, std::move(entry));
 }
 
-void LeaseTable::erase(const std::string& id, Revision deleted_at) {
+bool LeaseTable::drop_unless_newer(const std::string& id, Revision deleted_at) {
   ++generation_;
   if (auto it = map_.find(id); it != map_.end() && deleted_at != 0 && it->second.rev > deleted_at) {
-    return;  // a delete older than the lease held: the key was written again since
+    return false;  // a delete older than the lease held: the key was written again since
   }
   map_.erase(id);
   owned_.erase(id);
+  return true;
+}
+
+void LeaseTable::erase(const std::string& id, Revision deleted_at) {
+  if (!drop_unless_newer(id, deleted_at)) return;
   if (deleted_at != 0) {
     Revision& floor = deleted_at_[id];
     floor = std::max(floor, deleted_at);
@@ -34,10 +39,7 @@ void LeaseTable::erase(const std::string& id, Revision deleted_at) {
 }
 
 void LeaseTable::erase_if_not_newer(const std::string& id, Revision deleted_at) {
-  ++generation_;
-  if (auto it = map_.find(id); it != map_.end() && it->second.rev > deleted_at) return;
-  map_.erase(id);
-  owned_.erase(id);
+  drop_unless_newer(id, deleted_at);
 }
 
 void LeaseTable::clear() {

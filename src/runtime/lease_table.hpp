@@ -50,6 +50,9 @@ class LeaseTable {
   std::uint64_t generation() const { return generation_; }
 
  private:
+  // Drops the entry unless `deleted_at` is known (non-zero) and older than it; false if kept.
+  bool drop_unless_newer(const std::string& id, Revision deleted_at);
+
   std::string owner_;
   Map map_;
   std::set<std::string> owned_;

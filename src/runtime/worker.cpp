@@ -111,17 +111,15 @@ void Worker::mirror_held() {
 // lease create had an unknown outcome, until the view shows whether it landed. The set is
 // recomputed when the assignment, the held splits or the doubtful leases changed.
 void Worker::follow_leases(TimePoint now) {
-  const std::size_t doubtful_before = doubtful_leases_.size();
-  std::erase_if(doubtful_leases_, [&](const auto& kv) {
+  const std::size_t resolved = std::erase_if(doubtful_leases_, [&](const auto& kv) {
     const std::string& id = kv.first;
     if (!views_.lease_known(id)) return false;
     auto it = views_.leases().find(id);
     if (it == views_.leases().end()) return now >= kv.second;  // it may still land until then
     return it->second.rec.nonce != session_.nonce() || held_ids_.count(id) != 0;
   });
-  if (doubtful_leases_.size() != doubtful_before || doubtful_gen_ != followed_gen_) {
-    stale_.follows = true;
-  }
+  if (resolved > 0) ++doubtful_gen_;
+  if (doubtful_gen_ != followed_gen_) stale_.follows = true;
   if (!stale_.follows) return;
   const std::uint64_t doubtful_gen = doubtful_gen_;
   const std::uint64_t drops = views_.follows_dropped();

@@ -128,7 +128,7 @@ class Worker {
   // What the last completed passes saw: LeaseTable's generation (the orphan sweep), doubtful_gen_
   // and FleetViews::follows_dropped (follow_leases).
   std::uint64_t seen_lease_gen_ = 0;
-  std::uint64_t doubtful_gen_ = 0;  // bumped by every insert into doubtful_leases_
+  std::uint64_t doubtful_gen_ = 0;  // bumped whenever doubtful_leases_ gains or loses entries
   std::uint64_t followed_gen_ = 0;
   std::uint64_t followed_after_drop_ = 0;  // FleetViews::follows_dropped when it last ran
   // Specs read for claims in progress (and prefetched while a split's previous owner drains it),

@@ -15,12 +15,18 @@ std::set<std::string> union_held(Fleet& fleet) {
   return all;
 }
 
-TEST(Ownership, a_zombie_paused_past_its_lease_is_fenced_and_its_late_commit_writes_nothing) {
-  auto planner = std::make_shared<TestPlanner>(make_splits(4, 10));
-  Fleet fleet(planner);
+// Members a and z over 4 splits (no rebalance delay), run until converged; returns z. Each test
+// checks that z does not lead and holds a split, the one it pauses z over.
+Node& converge_a_and_z(Fleet& fleet) {
   fleet.add("a", [](CoordinatorConfig& c) { c.rebalance_delay = 0ms; });
   Node& z = fleet.add("z", [](CoordinatorConfig& c) { c.rebalance_delay = 0ms; });
-  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }));
+  EXPECT_TRUE(fleet.run_until([&] { return fleet.converged(); }));
+  return z;
+}
+
+TEST(Ownership, a_zombie_paused_past_its_lease_is_fenced_and_its_late_commit_writes_nothing) {
+  Fleet fleet(std::make_shared<TestPlanner>(make_splits(4, 10)));
+  Node& z = converge_a_and_z(fleet);
   ASSERT_NE(fleet.leader_id(), "z");
   auto held = z.held();
   ASSERT_FALSE(held.empty());
@@ -47,11 +53,8 @@ TEST(Ownership, a_zombie_paused_past_its_lease_is_fenced_and_its_late_commit_wri
 // A split record carrying progress.done (written by a later release, decision 0011) is taken over
 // and committed by this one without losing the field or counting the record as damage.
 TEST(Ownership, a_takeover_and_its_commits_keep_progress_done) {
-  auto planner = std::make_shared<TestPlanner>(make_splits(4, 10));
-  Fleet fleet(planner);
-  fleet.add("a", [](CoordinatorConfig& c) { c.rebalance_delay = 0ms; });
-  Node& z = fleet.add("z", [](CoordinatorConfig& c) { c.rebalance_delay = 0ms; });
-  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }));
+  Fleet fleet(std::make_shared<TestPlanner>(make_splits(4, 10)));
+  Node& z = converge_a_and_z(fleet);
   ASSERT_NE(fleet.leader_id(), "z");
   ASSERT_FALSE(z.held().empty());
   const std::string split = *z.held().begin();
