@@ -35,6 +35,14 @@ void read_coordinator(EnvReader& r, CoordinatorConfig& c) {
   ms("ETLC_REPLAN_INTERVAL_MS", "replan_interval", c.replan_interval);
   ms("ETLC_ASSIGNMENT_INTERVAL_MS", "assignment_interval", c.assignment_interval);
   ms("ETLC_STARTUP_WAIT_MS", "startup_wait", c.startup_wait);
+  ms("ETLC_PROGRESS_INTERVAL_MS", "progress_interval", c.progress_interval);
+  if (auto v = r.boolean("ETLC_BALANCE_ON_REMAINING_WORK", "balance_on_remaining_work")) {
+    c.balance_on_remaining_work = *v;
+  }
+  if (auto v = r.u32("ETLC_PIN_REMAINING_PPM", "pin_remaining_ppm")) c.pin_remaining_ppm = *v;
+  if (auto v = r.u32("ETLC_DAMPING_PPM_OF_MEAN", "damping_ppm_of_mean")) {
+    c.damping_ppm_of_mean = *v;
+  }
   if (auto v = r.u32("ETLC_MAX_IN_FLIGHT", "max_in_flight")) c.max_in_flight = *v;
   if (auto v = r.u32("ETLC_MAX_ATTEMPTS", "max_attempts")) c.max_attempts = *v;
   if (auto v = r.u32("ETLC_BULK_OPS_PER_STEP", "bulk_ops_per_step")) c.bulk_ops_per_step = *v;

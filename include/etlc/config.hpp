@@ -46,6 +46,28 @@ struct CoordinatorConfig {
   // (bursts are coalesced). 0 = after every burst.
   std::chrono::milliseconds assignment_interval{50};
 
+  // Balancing on the work that remains (docs/work-assignment.md). When a split's commits report
+  // SplitProgress::done, the leader weighs it by what remains (weight - done) instead of its
+  // planned weight, and never moves a split for balance once what remains is at most
+  // pin_remaining_ppm / 10^6 of its weight (it still moves if its holder leaves or is cordoned).
+  // Off: planned weights, nothing pinned (the rule before this option existed).
+  bool balance_on_remaining_work = true;
+  std::uint32_t pin_remaining_ppm = 100'000;  // 0..10^6; 10 %: splits 90 % done stay put
+
+  // Damping of balance moves: a split moves for balance only when that lowers the heavier
+  // member's load by more than max(damping_weight, damping_ppm_of_mean / 10^6 x the mean load),
+  // in the weight's units. Keeps a fleet whose loads shift with every commit from chasing each
+  // shift. damping_ppm_of_mean 0..10^6.
+  std::uint64_t damping_weight = 0;
+  std::uint32_t damping_ppm_of_mean = 20'000;  // 2 % of the mean load
+
+  // How often, at most, progress alone (commits reporting `done`) makes the leader recompute
+  // the assignment and publish the job's progress (job.progress: the weight planned, done and
+  // remaining, and the recent rate, that `etlc status` shows). Membership and status changes
+  // still recompute within assignment_interval. 0 .. 1 h; below assignment_interval it acts as
+  // assignment_interval.
+  std::chrono::milliseconds progress_interval{1'000};
+
   // Bulk store writes (seeding a plan) the leader issues per control-loop step, so session
   // renewal is never queued behind bulk work. 1..100000.
   std::uint32_t bulk_ops_per_step = 512;

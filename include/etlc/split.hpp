@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace etlc {
@@ -25,6 +26,13 @@ struct SplitSpec {
 struct SplitProgress {
   std::uint64_t watermark = 0;
   std::string state;  // opaque bytes, at most kMaxProgressStateBytes
+  // Optional: how much of the split's weight is done, in the weight's units (bytes read of a
+  // file planned by its size). The leader balances on what remains (weight - done, a value above
+  // the weight counting as all of it), pins a split that is nearly done where it is, and reports
+  // the job's percent done and ETA. An estimate, not a fence: it may go down. A commit that
+  // leaves it empty keeps the last value committed, so a source that never sets it balances on
+  // planned weights as before.
+  std::optional<std::uint64_t> done;
 
   friend bool operator==(const SplitProgress&, const SplitProgress&) = default;
 };

@@ -34,6 +34,7 @@ inline constexpr std::string_view kLeaderKey = "job.leader";
 inline constexpr std::string_view kPlanKey = "job.plan";
 inline constexpr std::string_view kPauseKey = "job.pause";
 inline constexpr std::string_view kStandbyKey = "job.standby";
+inline constexpr std::string_view kProgressKey = "job.progress";
 inline constexpr std::string_view kSpecPrefix = "spec.";
 inline constexpr std::string_view kSplitPrefix = "split.";
 inline constexpr std::string_view kLeasePrefix = "lease.";

@@ -420,6 +420,16 @@ std::string encode(const StandbyRecord& r) {
   return finish(kStandbyKey, j);
 }
 
+std::string encode(const ProgressRecord& r) {
+  OrderedJson j = versioned();
+  j["term"] = r.term;
+  j["planned"] = r.planned;
+  j["done"] = r.done;
+  j["remaining"] = r.remaining;
+  if (r.rate_per_s) j["rate_per_s"] = *r.rate_per_s;
+  return finish(kProgressKey, j);
+}
+
 std::string encode(const PlanRecord& r) {
   check_text("plan", "fingerprint", r.fingerprint);
   if (r.cursor) check_text("plan", "cursor", *r.cursor);
@@ -467,7 +477,7 @@ std::string encode(const SplitRecord& r) {
   OrderedJson progress = OrderedJson::object();
   progress["watermark"] = r.progress.watermark;
   progress["state"] = base64_encode(r.progress.state);
-  if (r.done) progress["done"] = *r.done;
+  if (r.progress.done) progress["done"] = *r.progress.done;
   j["progress"] = std::move(progress);
   if (r.last_error) j["last_error"] = *r.last_error;
   return finish(split_key(r.id), j);
@@ -556,6 +566,19 @@ StandbyRecord decode_standby(std::string_view key, std::string_view bytes) {
   });
 }
 
+ProgressRecord decode_progress(std::string_view key, std::string_view bytes) {
+  return decode_with(key, bytes, [](const Fields& f) {
+    f.allow_only({"v", "term", "planned", "done", "remaining", "rate_per_s"});
+    ProgressRecord r;
+    r.term = f.u64("term");
+    r.planned = f.u64("planned");
+    r.done = f.u64("done");
+    r.remaining = f.u64("remaining");
+    r.rate_per_s = f.optional_u64("rate_per_s");
+    return r;
+  });
+}
+
 PlanRecord decode_plan(std::string_view key, std::string_view bytes) {
   return decode_with(key, bytes, [](const Fields& f) {
     f.allow_only({"v", "fingerprint", "term", "finality", "planned", "split_count", "cursor",
@@ -603,7 +626,7 @@ SplitRecord decode_split(std::string_view key, std::string_view bytes) {
     progress.allow_only({"watermark", "state", "done"});
     r.progress.watermark = progress.u64("watermark");
     r.progress.state = progress.bytes("state", kMaxProgressStateBytes, "kMaxProgressStateBytes");
-    r.done = progress.optional_u64("done");
+    r.progress.done = progress.optional_u64("done");
     r.last_error = f.optional_text("last_error");
     check_key_id(key, kSplitPrefix, "id", r.id);
     return r;

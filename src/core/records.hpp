@@ -90,6 +90,18 @@ struct StandbyRecord {
   friend bool operator==(const StandbyRecord&, const StandbyRecord&) = default;
 };
 
+// job.progress: the job's progress as the leader last tallied it (core/remaining_work.hpp), for
+// operators (`etlc status`) only: no member reads it, so it is written blindly by the leader at
+// most once per progress_interval while it changes, and losing it loses nothing.
+struct ProgressRecord {
+  std::uint64_t term = 0;       // the leader that wrote it
+  std::uint64_t planned = 0;    // weight of every split record
+  std::uint64_t done = 0;       // weight completed, plus what runnable splits report done
+  std::uint64_t remaining = 0;  // weight of runnable splits not yet done
+  std::optional<std::uint64_t> rate_per_s;  // done weight per second, recently; unknown at first
+  friend bool operator==(const ProgressRecord&, const ProgressRecord&) = default;
+};
+
 enum class Finality : std::uint8_t { open, final };
 // failed: the leader gave up on the planner (CoordinatorConfig::max_planner_failures consecutive
 // failures); PlanRecord::message says why. Sticky until an operator clears it (etlc resume).
@@ -129,11 +141,9 @@ struct SplitRecord {
   std::optional<std::string> owner_nonce;  // that owner's process nonce
   std::uint32_t attempts = 0;              // non-graceful ends so far (poison evidence)
   std::uint64_t weight = 0;
-  SplitProgress progress;  // watermark + opaque state
-  // progress.done: how much of `weight` is done, in its units (issue 16). No release writes it
-  // yet; this one reads and keeps it, so the release that writes it can join a fleet running
-  // this one (decision 0011). A value above `weight` means all of it.
-  std::optional<std::uint64_t> done;
+  // watermark + opaque state + done (how much of `weight` is done, in its units; a value above
+  // `weight` means all of it; read one release before any release wrote it, decision 0011)
+  SplitProgress progress;
   std::optional<std::string> last_error;  // the most recent fail() reason, for operators
   friend bool operator==(const SplitRecord&, const SplitRecord&) = default;
 };
@@ -197,6 +207,7 @@ std::string encode(const MemberRecord& r);
 std::string encode(const AssignmentRecord& r);
 std::string encode(const CordonRecord& r);
 std::string encode(const PauseRecord& r);
+std::string encode(const ProgressRecord& r);
 
 LeaderRecord decode_leader(std::string_view key, std::string_view bytes);
 StandbyRecord decode_standby(std::string_view key, std::string_view bytes);
@@ -208,6 +219,7 @@ MemberRecord decode_member(std::string_view key, std::string_view bytes);
 AssignmentRecord decode_assignment(std::string_view key, std::string_view bytes);
 CordonRecord decode_cordon(std::string_view key, std::string_view bytes);
 PauseRecord decode_pause(std::string_view key, std::string_view bytes);
+ProgressRecord decode_progress(std::string_view key, std::string_view bytes);
 
 std::string_view to_string(RecordErrc c) noexcept;
 std::string_view to_string(SplitStatus s) noexcept;

@@ -31,6 +31,15 @@ void CoordinatorConfig::validate() const {
   if (max_attempts < 1 || max_attempts > 1000) fail("max_attempts must be in 1..1000");
   if (replan_interval < milliseconds(100)) fail("replan_interval must be at least 100 ms");
   if (assignment_interval < milliseconds(0)) fail("assignment_interval must be >= 0");
+  if (pin_remaining_ppm > 1'000'000) {
+    fail(fmt::format("pin_remaining_ppm must be in 0..1000000 (got {})", pin_remaining_ppm));
+  }
+  if (damping_ppm_of_mean > 1'000'000) {
+    fail(fmt::format("damping_ppm_of_mean must be in 0..1000000 (got {})", damping_ppm_of_mean));
+  }
+  if (progress_interval < milliseconds(0) || progress_interval > std::chrono::hours(1)) {
+    fail("progress_interval must be in 0 ms .. 1 h");
+  }
   if (bulk_ops_per_step < 2 || bulk_ops_per_step > 100000) {
     fail("bulk_ops_per_step must be in 2..100000");
   }

@@ -35,6 +35,14 @@ std::string printable_reason(std::string_view reason) {
   return out;
 }
 
+// A commit's progress replaces the record's, except that a commit which reports no `done` keeps
+// the last one reported (a lane resumed by a source that does not track it loses nothing).
+void set_progress(core::SplitRecord& next, const SplitProgress& progress) {
+  std::optional<std::uint64_t> done = progress.done ? progress.done : next.progress.done;
+  next.progress = progress;
+  next.progress.done = done;
+}
+
 CommitResult not_held(std::string_view id) {
   return {CommitStatus::fenced, fmt::format("split '{}' is not held", id)};
 }
@@ -427,7 +435,7 @@ CommitResult HeldSplits::commit(std::string_view id, const SplitProgress& progre
         id, progress.watermark, h->record.progress.watermark));
   }
   core::SplitRecord next = h->record;
-  next.progress = progress;
+  set_progress(next, progress);
   if (ctx_.unsafe.commit_without_fence) {
     // Test-only: overwrite whatever is there (what a system without fencing would do).
     auto cur = ctx_.store.get(core::split_key(h->id));
@@ -447,7 +455,7 @@ CommitResult HeldSplits::complete(std::string_view id, const SplitProgress& prog
                                  progress.watermark, h->record.progress.watermark));
   }
   core::SplitRecord next = h->record;
-  next.progress = progress;
+  set_progress(next, progress);
   next.status = core::SplitStatus::completed;
   next.owner.reset();
   next.owner_nonce.reset();

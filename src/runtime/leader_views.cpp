@@ -18,6 +18,7 @@ void LeaderViews::ensure_watches() {
     split_damage_.clear();
     parked_specs_.clear();
     completed_ = quarantined_ = 0;
+    weights_.clear();
     restarted_ = true;
     splits_watch_.start(ctx_.store, ctx_.wake);
   }
@@ -53,6 +54,11 @@ std::uint64_t LeaderViews::known_split_count() const {
 }
 
 void LeaderViews::count(const core::SplitRecord& r, bool add) {
+  if (add) {
+    weights_.add(r);
+  } else {
+    weights_.remove(r);
+  }
   std::uint64_t* tally = r.status == core::SplitStatus::completed     ? &completed_
                          : r.status == core::SplitStatus::quarantined ? &quarantined_
                                                                       : nullptr;
@@ -76,9 +82,11 @@ bool LeaderViews::put_split(const std::string& id, core::SplitRecord rec, Revisi
     ++unheld_added_;
     return false;
   }
-  // Progress-only commits (same owner, same status) change nothing the assignment reads.
+  // Progress-only commits (same owner, same status) change nothing the assignment reads, but for
+  // the split's remaining weight (rate-limited by the leader).
   const bool changed = it->second.rec.status != rec.status || it->second.rec.owner != rec.owner ||
                        it->second.rec.weight != rec.weight;
+  progress_changed_ |= core::remaining_weight(it->second.rec) != core::remaining_weight(rec);
   count(it->second.rec, false);
   count(rec, true);
   it->second = SplitView{std::move(rec), rev};

@@ -8,7 +8,9 @@
 // commits change nothing the assignment reads and do not make it dirty. A new split that nobody
 // holds (runnable, no owner, never damaged: what seeding creates) is counted apart, in
 // unheld_added(): it can change the assignment only where a lane is free (publish.cpp), so
-// seeding a plan does not force a recomputation over every split per slice. Not thread-safe.
+// seeding a plan does not force a recomputation over every split per slice. A commit that moves
+// only a split's remaining work (progress.done) is counted apart too, in progress_changed(): the
+// leader recomputes on it at most once per progress_interval (publish.cpp). Not thread-safe.
 #pragma once
 
 #include <map>
@@ -17,6 +19,7 @@
 #include <unordered_map>
 
 #include "core/records.hpp"
+#include "core/remaining_work.hpp"
 #include "runtime/fleet_views.hpp"
 #include "runtime/member_context.hpp"
 #include "runtime/watch_slot.hpp"
@@ -46,6 +49,11 @@ class LeaderViews {
   const std::set<std::string>& cordons() const { return cordons_; }
   std::uint64_t completed() const { return completed_; }
   std::uint64_t quarantined() const { return quarantined_; }
+  // The job's weight over every split record in the view (planned, done, remaining).
+  core::JobWeights weights() const { return weights_.weights(); }
+  // A commit changed some split's remaining weight since clear_progress_changed().
+  bool progress_changed() const { return progress_changed_; }
+  void clear_progress_changed() { progress_changed_ = false; }
   // Split records known: readable ones plus damaged ones not in the view.
   std::uint64_t known_split_count() const;
 
@@ -70,6 +78,8 @@ class LeaderViews {
   std::uint64_t completed_ = 0;
   std::uint64_t quarantined_ = 0;
   std::uint64_t unheld_added_ = 0;
+  core::WeightTally weights_;
+  bool progress_changed_ = false;
   // The split watch was (re)started: its snapshot replaces the view, so the next drain reports
   // a change whatever the records say (a record may have lost its owner meanwhile).
   bool restarted_ = false;

@@ -91,6 +91,7 @@ Leadership::Outcome Leadership::step(TimePoint now) {
   if (split_view_short(now)) return outcome_;  // wait for the watch to deliver the rest
   publish_assignment(now);
   cleanup_departed(now);
+  publish_progress(now);
   return outcome_;
 }
 
@@ -100,9 +101,8 @@ TimePoint Leadership::next_due(TimePoint now) const {
   auto later = [&](TimePoint due) { return due > now ? due : retry; };
   TimePoint next = TimePoint::max();
   if (!leader_views_.caught_up() || !views_.caught_up()) return next;
-  if (assignment_wanted()) {
-    next = std::min(next, later(last_assignment_at_ + ctx_.config.assignment_interval));
-  }
+  if (auto due = assignment_due()) next = std::min(next, later(*due));
+  next = std::min(next, later(progress_due()));
   if (auto d = delay_.next_deadline()) next = std::min(next, later(*d));
   const auto& plan = views_.plan_view();
   const bool plan_due =

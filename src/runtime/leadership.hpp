@@ -8,6 +8,7 @@
 //   tallies     completed / quarantined counts and the verdict in the plan record
 //   publish     desired_assignment over its views, written only where a record differs
 //   clean up    assignment records of members gone past their rebalance window
+//   progress    the job's weight planned / done / remaining and its rate, once per interval
 // The term is the leader fence: every plan write is a CAS, and a record showing a newer term
 // ends this leadership (Outcome::step_down). Not thread-safe: the control loop owns it.
 #pragma once
@@ -22,6 +23,7 @@
 
 #include "core/rebalance_delay.hpp"
 #include "core/records.hpp"
+#include "core/remaining_work.hpp"
 #include "etlc/planner.hpp"
 #include "runtime/fleet_views.hpp"
 #include "runtime/leader_views.hpp"
@@ -104,13 +106,17 @@ class Leadership {
   void update_tallies(TimePoint now);
   void set_tallies(core::PlanRecord& next) const;
   // publish.cpp
-  // Whether the assignment needs computing (publish.cpp, "When to recompute").
-  bool assignment_wanted() const;
+  // When the assignment is next to be computed (publish.cpp, "When to recompute"); nullopt
+  // while nothing calls for it.
+  std::optional<TimePoint> assignment_due() const;
   void publish_assignment(TimePoint now);
   void write_assignment(const std::string& member, std::vector<std::string> splits, bool& failed,
                         std::uint64_t& written);
   void warn_about_bounds(const std::string& id, const core::MemberRecord& rec);
   void cleanup_departed(TimePoint now);
+  // job_progress.cpp
+  TimePoint progress_due() const { return last_progress_at_ + ctx_.config.progress_interval; }
+  void publish_progress(TimePoint now);
   void note_departure(const std::string& instance, TimePoint now);
   void note_arrival(const std::string& instance);
   void step_down(std::string why) { outcome_ = {Outcome::Kind::step_down, std::move(why)}; }
@@ -147,6 +153,11 @@ class Leadership {
   bool split_view_rewatched_ = false;
   bool missing_splits_listed_ = false;  // find_missing_splits ran for this shortness episode
   std::map<std::string, std::string> peer_warned_;  // instance -> nonce warned about
+  // job_progress.cpp: the job's recent rate, and what job.progress last said at which revision
+  core::RateWindow rate_{std::chrono::seconds(30)};
+  TimePoint last_progress_at_{};
+  std::optional<core::ProgressRecord> progress_written_;
+  std::optional<Revision> progress_rev_;
 };
 
 }  // namespace etlc::runtime

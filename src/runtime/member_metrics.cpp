@@ -27,6 +27,14 @@ MemberMetrics::MemberMetrics(MetricsRegistry& registry, std::string_view instanc
                                 "Splits that committed terminal progress (leader only)", l);
   quarantined_ = &registry_.gauge("etl_coordination_splits_quarantined",
                                   "Splits parked after max_attempts (leader only)", l);
+  weight_planned_ = &registry_.gauge("etl_coordination_job_weight_planned",
+                                     "Weight of every split of the job (leader only)", l);
+  weight_done_ = &registry_.gauge("etl_coordination_job_weight_done",
+                                  "Weight completed, plus what runnable splits report done "
+                                  "(leader only)",
+                                  l);
+  weight_remaining_ = &registry_.gauge("etl_coordination_job_weight_remaining",
+                                       "Weight of runnable splits not yet done (leader only)", l);
   quarantined_total_ =
       &registry_.counter("etl_coordination_quarantines_total", "Splits this member quarantined", l);
   store_failures_ = &registry_.counter("etl_coordination_store_failures_total",
@@ -58,6 +66,13 @@ void MemberMetrics::set_leader(bool leader) {
 }
 void MemberMetrics::set_live_workers(std::size_t n) {
   live_workers_->set(static_cast<double>(n));
+}
+
+void MemberMetrics::set_job_weights(std::uint64_t planned, std::uint64_t done,
+                                    std::uint64_t remaining) {
+  weight_planned_->set(static_cast<double>(planned));
+  weight_done_->set(static_cast<double>(done));
+  weight_remaining_->set(static_cast<double>(remaining));
 }
 
 void MemberMetrics::set_job_tallies(std::uint64_t planned, std::uint64_t completed,

@@ -27,6 +27,8 @@ class MemberMetrics {
   void set_leader(bool leader);
   void set_live_workers(std::size_t n);
   void set_job_tallies(std::uint64_t planned, std::uint64_t completed, std::uint64_t quarantined);
+  // The job's weight, planned / done / remaining (core/remaining_work.hpp; leader only).
+  void set_job_weights(std::uint64_t planned, std::uint64_t done, std::uint64_t remaining);
   // kind: fresh, released, reclaim, takeover
   void acquired(std::string_view kind);
   void lost(LossReason reason);
@@ -50,6 +52,9 @@ class MemberMetrics {
   Gauge* planned_;
   Gauge* completed_;
   Gauge* quarantined_;
+  Gauge* weight_planned_;
+  Gauge* weight_done_;
+  Gauge* weight_remaining_;
   Counter* quarantined_total_;
   Counter* store_failures_;
   Counter* unreadable_;

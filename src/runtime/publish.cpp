@@ -19,7 +19,10 @@
 // fast), then none per slice; the split set doubling since the last computation still forces one
 // (bounded staleness of the queue statistics: O(log n) computations of geometrically growing
 // size, O(n) in all), and the end of seeding forces one over the whole plan. Decisions depend on
-// counts only, never on the wall clock.
+// counts only, never on the wall clock. Commits that move only a split's remaining work (the
+// weight balanced on, progress.done) recompute at most once per progress_interval: a busy job
+// costs the leader one computation per interval, not one per commit, and publishes only the
+// records that changed.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -30,6 +33,7 @@
 #include "core/assignment_rules.hpp"
 #include "core/keys.hpp"
 #include "core/protocol_assert.hpp"
+#include "core/remaining_work.hpp"
 #include "core/repair_rules.hpp"
 #include "core/stable_hash.hpp"
 #include "log.hpp"
@@ -43,7 +47,8 @@ using MemberIndex = std::unordered_map<std::string, std::int32_t>;
 
 // The runnable splits as desired_assignment sees them.
 void add_splits(const LeaderViews& lv, const FleetViews& views, const MemberIndex& index,
-                const core::RebalanceDelay& delay, TimePoint now, core::AssignmentInput& in) {
+                const core::RebalanceDelay& delay, const CoordinatorConfig& config, TimePoint now,
+                core::AssignmentInput& in) {
   // previous assignee per split, from the published records (any term)
   std::unordered_map<std::string, std::int32_t> previous;
   for (const auto& [member, v] : views.assigns()) {
@@ -61,7 +66,10 @@ void add_splits(const LeaderViews& lv, const FleetViews& views, const MemberInde
     if (v.rec.status != core::SplitStatus::runnable) continue;
     core::AssignSplit s;
     s.id = id;
-    s.weight = v.rec.weight;
+    // Balanced on what remains (docs/work-assignment.md): a nearly done split stays put.
+    s.weight = config.balance_on_remaining_work ? core::remaining_weight(v.rec) : v.rec.weight;
+    s.pinned =
+        config.balance_on_remaining_work && core::nearly_done(v.rec, config.pin_remaining_ppm);
     if (auto it = previous.find(id); it != previous.end()) s.previous = it->second;
     std::optional<std::string> lease_owner;
     if (auto it = views.leases().find(id); it != views.leases().end()) {
@@ -106,21 +114,32 @@ void Leadership::warn_about_bounds(const std::string& id, const core::MemberReco
                  : "");
 }
 
-bool Leadership::assignment_wanted() const {
-  if (assignment_dirty_) return true;
+std::optional<TimePoint> Leadership::assignment_due() const {
   const std::uint64_t added = leader_views_.unheld_added();
-  if (added == 0) return false;
-  return !lanes_full_ || added >= std::max<std::uint64_t>(computed_over_, 1);
+  if (assignment_dirty_ ||
+      (added > 0 && (!lanes_full_ || added >= std::max<std::uint64_t>(computed_over_, 1)))) {
+    return last_assignment_at_ + ctx_.config.assignment_interval;
+  }
+  // Remaining work moved by commits alone: recompute at most once per progress_interval.
+  if (leader_views_.progress_changed() && ctx_.config.balance_on_remaining_work) {
+    return last_assignment_at_ +
+           std::max(ctx_.config.progress_interval, ctx_.config.assignment_interval);
+  }
+  return std::nullopt;
 }
 
 void Leadership::publish_assignment(TimePoint now) {
   // Windows that ended: their splits are released to the pool now.
   if (!delay_.take_expired(now).empty()) assignment_dirty_ = true;
-  if (!assignment_wanted() || now - last_assignment_at_ < ctx_.config.assignment_interval) return;
+  const std::optional<TimePoint> due = assignment_due();
+  if (!due || now < *due) return;
   leader_views_.clear_unheld_added();  // the views as of now are what this computation reads
+  leader_views_.clear_progress_changed();
   const TimePoint started = ctx_.clock.now();
   core::AssignmentInput in;
   in.seed = core::stable_hash64(0, ctx_.fingerprint);
+  in.damping_weight = ctx_.config.damping_weight;
+  in.damping_ppm_of_mean = ctx_.config.damping_ppm_of_mean;
   MemberIndex index;
   for (const auto& [id, v] : views_.members()) {
     if (v.rec.fingerprint != ctx_.fingerprint) continue;  // another job config: no work at all
@@ -129,7 +148,7 @@ void Leadership::publish_assignment(TimePoint now) {
     in.members.push_back(core::AssignMember{
         id, core::lane_budget(v.rec, ctx_.fingerprint, leader_views_.cordons().count(id) > 0)});
   }
-  if (!views_.paused()) add_splits(leader_views_, views_, index, delay_, now, in);
+  if (!views_.paused()) add_splits(leader_views_, views_, index, delay_, ctx_.config, now, in);
   const core::Assignment out = core::desired_assignment(in);
   if (out.stats.backstop_bound) {
     log().warn("etlc: {}: assignment improve pass hit its backstop ({} moves)", ctx_.instance,

@@ -144,7 +144,7 @@ inline core::SplitRecord split_record() {
   r.weight = *u64();
   r.progress.watermark = *u64();
   r.progress.state = *bytes();
-  r.done = maybe(u64());
+  r.progress.done = maybe(u64());
   r.last_error = maybe(text());
   return r;
 }

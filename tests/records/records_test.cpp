@@ -99,10 +99,10 @@ TEST(RecordFormat, ProgressDoneIsReadAndKept) {
       R"({"v":1,"id":"a.b","epoch":7,"status":"runnable","attempts":2,"weight":10,)"
       R"("progress":{"watermark":42,"state":"AP8=","done":6}})";
   SplitRecord r = decode_split(kSplitKey, later);
-  ASSERT_TRUE(r.done.has_value());
-  EXPECT_EQ(*r.done, 6u);
+  ASSERT_TRUE(r.progress.done.has_value());
+  EXPECT_EQ(*r.progress.done, 6u);
   EXPECT_EQ(encode(r), later);
-  r.done.reset();
+  r.progress.done.reset();
   EXPECT_EQ(encode(r).find("done"), std::string::npos);
   const std::string negative =
       R"({"v":1,"id":"a.b","epoch":7,"status":"runnable","attempts":2,"weight":10,)"

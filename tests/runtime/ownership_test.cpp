@@ -63,15 +63,15 @@ TEST(Ownership, a_takeover_and_its_commits_keep_progress_done) {
   const auto cur = fleet.mem->get(key);
   ASSERT_TRUE(cur);
   core::SplitRecord rec = core::decode_split(key, cur->value);
-  rec.done = 6;
+  rec.progress.done = 6;
   ASSERT_TRUE(fleet.mem->update(key, core::encode(rec), cur->revision).ok);
   ASSERT_TRUE(fleet.run_until([&] { return fleet.node("a").held().count(split) > 0; }, 20s));
   EXPECT_EQ(fleet.split_record(split).owner, "a");
-  EXPECT_EQ(fleet.split_record(split).done, std::optional<std::uint64_t>{6});
+  EXPECT_EQ(fleet.split_record(split).progress.done, std::optional<std::uint64_t>{6});
   ASSERT_TRUE(fleet.node("a").coord->commit(split, SplitProgress{7, "a-state"}).durable());
   const core::SplitRecord after = fleet.split_record(split);
   EXPECT_EQ(after.progress.watermark, 7u);
-  EXPECT_EQ(after.done, std::optional<std::uint64_t>{6});
+  EXPECT_EQ(after.progress.done, std::optional<std::uint64_t>{6});
 }
 
 TEST(Ownership, a_call_for_an_ended_tenancy_is_fenced_writes_nothing_and_keeps_the_new_one) {
