@@ -31,8 +31,9 @@ struct SplitProgress {
   // the weight counting as all of it), pins a split that is nearly done where it is, and reports
   // the job's percent done and ETA. An estimate, not a fence: it may go down. A commit that
   // leaves it empty keeps the last value committed, so a source that never sets it balances on
-  // planned weights as before.
-  std::optional<std::uint64_t> done;
+  // planned weights as before. (The initializer keeps SplitProgress{watermark, state} free of
+  // -Wmissing-field-initializers.)
+  std::optional<std::uint64_t> done = std::nullopt;
 
   friend bool operator==(const SplitProgress&, const SplitProgress&) = default;
 };
