@@ -108,6 +108,8 @@ int main(int argc, char** argv) {
   std::map<int, std::uint64_t> per_invariant;
   std::vector<std::string> failed;
   RunStats total;
+  double completion_s = 0;  // the completion phase, summed over the runs that completed
+  std::uint64_t completions = 0;
   HistoryStats htotal;
   SinkStats stotal;
   for (std::uint64_t k = 0; k < args.seeds; ++k) {
@@ -137,6 +139,12 @@ int main(int argc, char** argv) {
     total.fenced += r.stats.fenced;
     total.fatal += r.stats.fatal;
     total.revokes += r.stats.revokes;
+    total.revokes_late += r.stats.revokes_late;
+    total.revokes_nearly_done += r.stats.revokes_nearly_done;
+    if (r.stats.completed_after >= 0) {
+      completion_s += static_cast<double>(r.stats.completed_after) / 1e9;
+      ++completions;
+    }
     total.stale_grants += r.stats.stale_grants;
     total.stale_anomalies += r.stats.stale_anomalies;
     htotal.claims_takeover += r.history.claims_takeover;
@@ -172,7 +180,8 @@ int main(int argc, char** argv) {
       std::printf(
           "run seed=%llu scenario=%s ok=%d virtual_s=%.1f real_ms=%.1f members=%d splits=%zu "
           "steps=%llu crashes=%llu pauses=%llu takeovers=%llu quarantines=%llu "
-          "claims_without_lease=%llu stale_grants=%llu\n",
+          "claims_without_lease=%llu stale_grants=%llu revokes=%llu revokes_late=%llu "
+          "revokes_nearly_done=%llu completion_s=%.1f\n",
           static_cast<unsigned long long>(seed), params.scenario.c_str(), r.ok() ? 1 : 0,
           static_cast<double>(r.virtual_ns) / 1e9, r.real_s * 1e3, params.members,
           params.records.size(), static_cast<unsigned long long>(r.stats.steps),
@@ -181,7 +190,11 @@ int main(int argc, char** argv) {
           static_cast<unsigned long long>(r.history.claims_takeover),
           static_cast<unsigned long long>(r.history.quarantines),
           static_cast<unsigned long long>(r.history.claims_without_lease),
-          static_cast<unsigned long long>(r.stats.stale_grants));
+          static_cast<unsigned long long>(r.stats.stale_grants),
+          static_cast<unsigned long long>(r.stats.revokes),
+          static_cast<unsigned long long>(r.stats.revokes_late),
+          static_cast<unsigned long long>(r.stats.revokes_nearly_done),
+          static_cast<double>(r.stats.completed_after) / 1e9);
     }
     if (!r.ok()) {
       ++failures;
@@ -230,6 +243,11 @@ int main(int argc, char** argv) {
       htotal.quarantines, htotal.expiries, htotal.claims_without_lease, total.stale_grants,
       total.stale_anomalies, htotal.stale_misreports, htotal.duplicates, htotal.emitted,
       total.fatal);
+  fmt::print(
+      "tail: {} revocations once 80 % of a job was durable, {} of splits 90 % done; completion "
+      "phase {:.1f} s on average over {} runs\n",
+      total.revokes_late, total.revokes_nearly_done,
+      completions == 0 ? 0.0 : completion_s / static_cast<double>(completions), completions);
   fmt::print(
       "operator: {} records damaged, {} split records rebuilt, {} splits parked for their spec, "
       "{} requeued\n",

@@ -95,6 +95,12 @@ const std::vector<Named>& table() {
       r.op_fail = 0.01;
       r.operator_per_s = 0.05;
     });
+    // A skewed job (a few splits four times the rest) on members of uneven speed, with a short
+    // fault phase of rare crashes: how often the tail of the job moves work (issue 16).
+    add("tail", [](FaultRates& r) {
+      r.tail = true;
+      r.crash_per_s = 0.02;
+    });
     // Not in `all`: the zombie-heavy mix the checker-must-fail test runs with the fence off.
     add("zombie", [](FaultRates& r) { r.pause_per_s = 0.4; });
     return t;
@@ -197,6 +203,14 @@ ShapeOverrides parse_overrides(std::string_view text, FaultRates& r) {
       r.unsafe_sink_without_fence = parse_bool(name, value);
     } else if (name == "unsafe_lapse") {
       r.unsafe_ignore_lapse = parse_bool(name, value);
+    } else if (name == "report_done") {
+      r.report_done = parse_bool(name, value);
+    } else if (name == "remaining_work") {
+      r.remaining_work = parse_bool(name, value);
+    } else if (name == "damping_ppm") {
+      r.damping_ppm = static_cast<std::int64_t>(std::min(1e6, parse_double(name, value)));
+    } else if (name == "pin_ppm") {
+      r.pin_ppm = static_cast<std::int64_t>(std::min(1e6, parse_double(name, value)));
     } else if (name == "members") {
       shape.members = std::clamp(static_cast<int>(parse_double(name, value)), 1, 12);
     } else if (name == "splits") {
@@ -208,8 +222,8 @@ ShapeOverrides parse_overrides(std::string_view text, FaultRates& r) {
       throw std::invalid_argument(fmt::format(
           "--faults: unknown name '{}' (crash, restart_same_id, pause, leader_crash, partition, "
           "watch_drop, watch_delay, stale, operator, op_fail, op_unknown, planner_fail, skew_ppm, "
-          "grow, poison, unsafe, sink_fail, sink_unknown, unsafe_sink, unsafe_lapse, members, "
-          "splits, fault_s)",
+          "grow, poison, unsafe, sink_fail, sink_unknown, unsafe_sink, unsafe_lapse, report_done, "
+          "remaining_work, damping_ppm, pin_ppm, members, splits, fault_s)",
           name));
     }
   }
@@ -243,6 +257,10 @@ RunParams make_params(std::uint64_t seed, std::string_view scenario, std::string
   for (int i = 0; i < p.members; ++i) {
     p.max_in_flight.push_back(static_cast<std::uint32_t>(rng.range(1, 5)));
   }
+  if (p.faults.tail) {  // uneven speeds: some members take up to four times as long per record
+    static const std::uint32_t kPaces[] = {100, 100, 150, 250, 400};
+    for (int i = 0; i < p.members; ++i) p.pace_pct.push_back(kPaces[rng.below(5)]);
+  }
   static const std::int64_t kLeases[] = {1500, 2000, 3000};
   p.lease_ms = kLeases[rng.below(3)];
   static const std::int64_t kTimeoutDiv[] = {6, 4, 3};
@@ -263,6 +281,7 @@ RunParams make_params(std::uint64_t seed, std::string_view scenario, std::string
   for (std::size_t i = 0; i < splits; ++i) {
     // A few empty splits (weight 0: complete at once), mostly 10..150 records.
     p.records.push_back(rng.chance(0.03) ? 0 : static_cast<std::uint64_t>(rng.range(10, 150)));
+    if (p.faults.tail && rng.chance(0.2)) p.records.back() *= 4;  // the skew
   }
   if (p.faults.poison) {
     const std::size_t n = static_cast<std::size_t>(
@@ -278,6 +297,7 @@ RunParams make_params(std::uint64_t seed, std::string_view scenario, std::string
   p.lane_max_pause = rng.range(300, 800) * kNsPerMs;
   p.lane_max_batch = rng.range(1, 4);
   p.fault_phase = rng.range(10, 35) * kNsPerS;
+  if (p.faults.tail) p.fault_phase = rng.range(1, 3) * kNsPerS;  // the job runs to its end after
   if (shape.fault_s) p.fault_phase = static_cast<VirtualNs>(*shape.fault_s * 1e9);
 
   // Liveness bounds, from the work left: a lane needs about one pause per batch of records, the
@@ -292,8 +312,11 @@ RunParams make_params(std::uint64_t seed, std::string_view scenario, std::string
   }
   for (std::uint32_t m : p.max_in_flight) lanes += m;
   lanes = std::max<std::uint64_t>(1, std::min<std::uint64_t>(lanes, p.records.size()));
-  const double work_ns = per_record_ns * (static_cast<double>(total) / static_cast<double>(lanes) +
-                                          static_cast<double>(longest));
+  std::uint32_t slowest = 100;
+  for (std::uint32_t pace : p.pace_pct) slowest = std::max(slowest, pace);
+  const double work_ns =
+      per_record_ns * slowest / 100 *
+      (static_cast<double>(total) / static_cast<double>(lanes) + static_cast<double>(longest));
   VirtualNs growth_ns = 0;
   if (p.faults.grow) {
     growth_ns = static_cast<VirtualNs>(splits / std::max<std::size_t>(1, p.growth) + 2) *

@@ -39,6 +39,14 @@ struct FaultRates {
   double sink_unknown = 0;  // a sink transaction's outcome is unknown: dropped, applied, late
   bool unsafe_sink_without_fence = false;  // test-only: the sink checks no epoch
   bool unsafe_ignore_lapse = false;  // test-only: lanes that should check their session do not
+  // Balancing on remaining work (issue 16): lanes report done (= their watermark) and the leader
+  // balances on it; off, the planned-weight rule before it. The two figures override the
+  // CoordinatorConfig defaults when >= 0.
+  bool report_done = true;
+  bool remaining_work = true;
+  std::int64_t damping_ppm = -1;
+  std::int64_t pin_ppm = -1;
+  bool tail = false;  // a skewed job on members of uneven speed, run to completion (`tail`)
 };
 
 enum class PlanShape : std::uint8_t { final_plan, open_grows_then_final, open_grows_forever };
@@ -52,6 +60,7 @@ struct RunParams {
   // Fleet.
   int members = 3;                           // initial member count (1..12; 1 only in `lone`)
   std::vector<std::uint32_t> max_in_flight;  // per initial member
+  std::vector<std::uint32_t> pace_pct;       // per initial member: its lanes' pause, % (100)
   std::int64_t lease_ms = 3000;
   std::int64_t op_timeout_ms = 500;
   std::int64_t rebalance_delay_ms = 1000;

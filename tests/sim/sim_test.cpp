@@ -62,7 +62,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Sweep{"store", 401, 5}, Sweep{"watch", 501, 5}, Sweep{"stale", 601, 5},
                       Sweep{"leader", 701, 5}, Sweep{"skew", 801, 4}, Sweep{"open", 901, 5},
                       Sweep{"poison", 1001, 5}, Sweep{"chaos", 1101, 6}, Sweep{"operator", 1201, 6},
-                      Sweep{"lone", 1301, 6}),
+                      Sweep{"lone", 1301, 6}, Sweep{"tail", 1401, 4}),
     [](const ::testing::TestParamInfo<Sweep>& p) { return std::string(p.param.scenario); });
 
 // --- the faults a scenario promises are really injected

@@ -95,6 +95,7 @@ struct Incarnation {
   double p_coop = 0.7, p_decline = 0.15;  // revocations: cooperate, decline, else wedge
   bool checks_session = false;  // lanes stop when their session may have lapsed (as the Driver)
   int commit_every = 2;
+  std::uint32_t pace_pct = 100;
   VirtualNs next_step_at = 0;
   VirtualNs last_step_at = -1;
   bool wake = false;
@@ -111,6 +112,7 @@ struct Slot {
   std::string base;     // the slot's original id
   std::string current;  // the id of its latest process
   std::uint32_t max_in_flight = 1;
+  std::uint32_t pace_pct = 100;  // its lanes' pause between actions, % of the scenario's
   std::int32_t inc = -1;
   VirtualNs restart_at = kNever;
   bool same_id = true;
@@ -201,7 +203,11 @@ class World final : public FleetView {
   void fault(std::size_t kind);
   void operator_damage();
   VirtualNs jitter();
-  VirtualNs lane_pause() { return source_.range(p_.lane_min_pause, p_.lane_max_pause); }
+  VirtualNs lane_pause(const Incarnation& inc) {
+    return source_.range(p_.lane_min_pause, p_.lane_max_pause) * inc.pace_pct / 100;
+  }
+  // The job's records made durable (completed splits whole), over all records, in parts per 10^6.
+  std::uint64_t done_ppm() const;
 
   // --- phases and liveness ---
   void end_faults();
@@ -268,6 +274,7 @@ Incarnation& World::spawn(std::size_t slot, const std::string& instance, Virtual
   inc->p_coop = 0.5 + 0.45 * u;
   inc->p_decline = (1 - inc->p_coop) / 2;
   inc->commit_every = static_cast<int>(proc_.range(1, 4));
+  inc->pace_pct = slots_[slot].pace_pct;
   inc->checks_session = sink_.rng().chance(0.5);
 
   CoordinatorConfig c;
@@ -282,6 +289,10 @@ Incarnation& World::spawn(std::size_t slot, const std::string& instance, Virtual
   c.replan_interval = std::chrono::milliseconds(p_.replan_interval_ms);
   c.assignment_interval = std::chrono::milliseconds(p_.assignment_interval_ms);
   c.bulk_ops_per_step = p_.bulk_ops_per_step;
+  c.balance_on_remaining_work = p_.faults.remaining_work;
+  if (p_.faults.damping_ppm >= 0)
+    c.damping_ppm_of_mean = static_cast<std::uint32_t>(p_.faults.damping_ppm);
+  if (p_.faults.pin_ppm >= 0) c.pin_remaining_ppm = static_cast<std::uint32_t>(p_.faults.pin_ppm);
   c.validate();
 
   runtime::Member::Options o;
@@ -452,15 +463,18 @@ CommitResult World::user_call(Incarnation& inc, CallKind kind, Lane& lane,
   const std::uint64_t epoch = lane.epoch;
   CommitResult r;
   const char* what = "?";
+  // The lane's watermark counts records, as the split's weight does: it is also how much is done.
+  const SplitProgress progress{
+      watermark, {}, p_.faults.report_done ? std::optional(watermark) : std::nullopt};
   try {
     switch (kind) {
       case CallKind::commit:
         what = "commit";
-        r = inc.member->splits().commit(id, SplitProgress{watermark, {}}, epoch);
+        r = inc.member->splits().commit(id, progress, epoch);
         break;
       case CallKind::complete:
         what = "complete";
-        r = inc.member->splits().complete(id, SplitProgress{watermark, {}}, epoch);
+        r = inc.member->splits().complete(id, progress, epoch);
         break;
       case CallKind::fail:
         what = "fail";
@@ -532,7 +546,7 @@ void World::lane_action(Incarnation& inc, const std::string& id) {
       if (r.status == CommitStatus::fenced || (terminal_on_durable && r.durable())) {
         inc.lanes.erase(it);
       } else {
-        it->second.next_at = now + lane_pause();
+        it->second.next_at = now + lane_pause(inc);
       }
     }
     after_call(inc);
@@ -610,7 +624,7 @@ void World::lane_action(Incarnation& inc, const std::string& id) {
       return;
     }
     if (!lane.sink.opened) {
-      lane.next_at = now + lane_pause();
+      lane.next_at = now + lane_pause(inc);
       return;
     }
   }
@@ -626,7 +640,7 @@ void World::lane_action(Incarnation& inc, const std::string& id) {
     finish(r, false);
     return;
   }
-  lane.next_at = now + lane_pause();
+  lane.next_at = now + lane_pause(inc);
 }
 
 void World::handle_event(Incarnation& inc, const Event& e) {
@@ -675,7 +689,7 @@ void World::handle_event(Incarnation& inc, const Event& e) {
     lane.sink.nonce = inc.member->nonce();
     lane.poison = p_.poison.count(idx) > 0;
     lane.poison_at = lane.count == 0 ? 0 : source_.below(lane.count);
-    lane.next_at = now + lane_pause();
+    lane.next_at = now + lane_pause(inc);
     inc.lanes[lane.id] = std::move(lane);
   } else if (const auto* r = std::get_if<RevokeRequested>(&e)) {
     trace_.add(now, TraceKind::event, inc.id, r->split_id, 1);
@@ -683,6 +697,10 @@ void World::handle_event(Incarnation& inc, const Event& e) {
     auto it = inc.lanes.find(r->split_id);
     if (it == inc.lanes.end()) return;
     Lane& lane = it->second;
+    // The tail of the job (issue 16): revocations once 80 % of its records are durable, and of
+    // splits 90 % done by their own durable progress.
+    if (phase_ == Phase::complete && done_ppm() >= 800'000) ++stats_.revokes_late;
+    if (lane.count > 0 && lane.durable * 10 >= lane.count * 9) ++stats_.revokes_nearly_done;
     const double u = source_.unit();
     if (u < inc.p_coop) {
       lane.mode = Lane::Mode::drain;
@@ -719,6 +737,18 @@ void World::handle_event(Incarnation& inc, const Event& e) {
                                    names_[inc.id], f->message));
     }
   }
+}
+
+std::uint64_t World::done_ppm() const {
+  std::uint64_t total = 0, done = 0;
+  for (const auto& [id, t] : history_.splits()) {
+    const std::uint64_t count = p_.records[history_.split_index(id)];
+    total += count;
+    done += t.rec.status == core::SplitStatus::completed
+                ? count
+                : std::min(count, t.rec.progress.watermark);
+  }
+  return total == 0 ? 1'000'000 : done * 1'000'000 / total;
 }
 
 void World::late_write() {
@@ -877,7 +907,7 @@ void World::start_completion() {
   for (auto& inc : incs_) {
     if (!inc->alive) continue;
     for (auto& [id, lane] : inc->lanes) {
-      if (lane.mode == Lane::Mode::run) lane.next_at = now + lane_pause();
+      if (lane.mode == Lane::Mode::run) lane.next_at = now + lane_pause(*inc);
     }
   }
   phase_deadline_ = now + p_.complete_bound;
@@ -1097,6 +1127,9 @@ RunResult World::run() {
     Slot s;
     s.base = s.current = fmt::format("m{:02}", i);
     s.max_in_flight = p_.max_in_flight[static_cast<std::size_t>(i)];
+    if (static_cast<std::size_t>(i) < p_.pace_pct.size()) {
+      s.pace_pct = p_.pace_pct[static_cast<std::size_t>(i)];
+    }
     slots_.push_back(s);
   }
   for (std::size_t i = 0; i < slots_.size(); ++i) {

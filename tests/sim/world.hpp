@@ -47,10 +47,12 @@ struct RunStats {
   std::uint64_t partitions = 0, watch_drops = 0, slow_watches = 0, stale_episodes = 0;
   std::uint64_t late_writes = 0, planner_calls = 0, planner_failures = 0;
   std::uint64_t fenced = 0, fatal = 0, quarantined_events = 0, revokes = 0;
-  std::uint64_t stale_grants = 0;     // grants resuming below the durable record (stale read)
-  std::uint64_t stale_anomalies = 0;  // UsageErrors the runtime raised after stale reads
-  VirtualNs converged_after = -1;     // from the end of the fault phase
-  VirtualNs completed_after = -1;     // from the start of the completion phase
+  std::uint64_t stale_grants = 0;         // grants resuming below the durable record (stale read)
+  std::uint64_t revokes_late = 0;         // revocations once 80 % of the job's records were durable
+  std::uint64_t revokes_nearly_done = 0;  // revocations of a split 90 % done (durable)
+  std::uint64_t stale_anomalies = 0;      // UsageErrors the runtime raised after stale reads
+  VirtualNs converged_after = -1;         // from the end of the fault phase
+  VirtualNs completed_after = -1;         // from the start of the completion phase
 };
 
 struct RunResult {
