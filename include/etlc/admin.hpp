@@ -168,8 +168,8 @@ struct MemberStatus {
   // claims nothing).
   std::optional<std::uint64_t> assigned;
   std::uint64_t assignment_term = 0;
-  std::uint64_t draining = 0;          // held but no longer assigned: revocations in progress
-  std::uint64_t weight_held = 0;       // total weight of the splits it holds (saturating)
+  std::uint64_t draining = 0;     // held but no longer assigned: revocations in progress
+  std::uint64_t weight_held = 0;  // total weight of the splits it holds (saturating)
   // What remains to do of the runnable splits whose record names it as owner: the sum of
   // weight - min(done, weight) (saturating). What the leader balances on.
   std::uint64_t weight_remaining = 0;

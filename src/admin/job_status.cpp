@@ -53,7 +53,8 @@ WeightProgress counted_progress(const JobSnapshot& snap) {
   const core::JobWeights w = tally.weights();
   WeightProgress p;
   p.source = ProgressSource::split_records;
-  p.record = snap.progress_unreadable ? ProgressRecordState::unreadable : ProgressRecordState::absent;
+  p.record =
+      snap.progress_unreadable ? ProgressRecordState::unreadable : ProgressRecordState::absent;
   p.planned = w.planned;
   p.done = w.done;
   p.remaining = w.remaining;
@@ -231,8 +232,8 @@ std::optional<double> WeightProgress::fraction_done() const noexcept {
 std::optional<std::chrono::milliseconds> WeightProgress::eta() const noexcept {
   if (!rate_per_s || *rate_per_s == 0) return std::nullopt;
   // remaining * 1000 / rate, rounded up, in 128 bits; saturated far beyond any real ETA.
-  const core::WideWeight ms = (static_cast<core::WideWeight>(remaining) * 1000 + *rate_per_s - 1) /
-                              *rate_per_s;
+  const core::WideWeight ms =
+      (static_cast<core::WideWeight>(remaining) * 1000 + *rate_per_s - 1) / *rate_per_s;
   constexpr auto kMax = static_cast<core::WideWeight>(std::numeric_limits<std::int64_t>::max());
   return std::chrono::milliseconds(static_cast<std::int64_t>(ms > kMax ? kMax : ms));
 }

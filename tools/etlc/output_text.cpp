@@ -76,7 +76,8 @@ std::string percent_done(const WeightProgress& p) {
 
 // Where the figures come from: the leader's record, or a count over the split records (and why).
 std::string progress_source(const WeightProgress& p) {
-  if (p.source == ProgressSource::leader_record) return fmt::format("job.progress, term {}", p.term);
+  if (p.source == ProgressSource::leader_record)
+    return fmt::format("job.progress, term {}", p.term);
   return fmt::format("counted over the split records: job.progress {}", to_string(p.record));
 }
 
