@@ -99,10 +99,12 @@ class Cli : public ::testing::Test {
 
 TEST_F(Cli, status_describes_the_live_job_in_text_and_json) {
   start_job();
-  // The leader writes job.progress within a progress_interval (1 s) of leading.
+  // The leader writes job.progress at most once a progress_interval (1 s): its first may
+  // predate the seeding of the plan.
   ASSERT_TRUE(wait_for([&] {
     auto st = look();
-    return st && st->progress.source == ProgressSource::leader_record;
+    return st && st->progress.source == ProgressSource::leader_record &&
+           st->progress.planned == 120;
   })) << dump_status();
   ProcessResult text = run({"status"});
   ASSERT_EQ(text.exit_code, 0) << text.err;
