@@ -153,10 +153,11 @@ struct Incarnation {
 JobWeightSample read_job_weights(etlc::JobAdmin& admin, const JobWeightSample& last) {
   try {
     const std::optional<etlc::WeightProgress> p = admin.job_progress();
-    if (!p) return JobWeightSample{};
+    // Unknown until the leader wrote a record of the seeded plan (its first may predate it).
+    if (!p || !p->fraction_done()) return JobWeightSample{};
     JobWeightSample j;
     j.known = true;
-    j.fraction = p->fraction_done().value_or(0.0);
+    j.fraction = *p->fraction_done();
     if (auto eta = p->eta()) j.eta_s = static_cast<double>(eta->count()) / 1000.0;
     return j;
   } catch (const etlc::StoreError&) {
