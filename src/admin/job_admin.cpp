@@ -68,9 +68,7 @@ std::optional<WeightProgress> JobAdmin::job_progress() {
   auto e = store_.get(core::kProgressKey);
   if (!e) return std::nullopt;
   try {
-    admin::JobSnapshot snap;
-    snap.progress = core::decode_progress(e->key, e->value);
-    return admin::leader_progress(snap);
+    return admin::leader_progress(core::decode_progress(e->key, e->value));
   } catch (const core::RecordError&) {
     return std::nullopt;  // status() lists it as unreadable
   }

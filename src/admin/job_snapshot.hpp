@@ -73,8 +73,8 @@ SplitState to_public(core::SplitStatus s) noexcept;
 PlanVerdict to_public(core::Verdict v) noexcept;
 PlanFinality to_public(core::Finality f) noexcept;
 
-// The job's progress from job.progress, or nullopt when the snapshot holds no readable one.
-std::optional<WeightProgress> leader_progress(const JobSnapshot& snap);
+// The job's progress as the leader's job.progress record states it.
+WeightProgress leader_progress(const core::ProgressRecord& r);
 
 // The pure part of JobAdmin::status(): everything but the observation durations.
 JobStatus build_status(const JobSnapshot& snap);

@@ -224,9 +224,7 @@ BalanceStatus share_and_balance(std::map<std::string, MemberStatus>& by_id) {
 
 }  // namespace
 
-std::optional<WeightProgress> leader_progress(const JobSnapshot& snap) {
-  if (!snap.progress) return std::nullopt;
-  const core::ProgressRecord& r = *snap.progress;
+WeightProgress leader_progress(const core::ProgressRecord& r) {
   WeightProgress p;
   p.source = ProgressSource::leader_record;
   p.record = ProgressRecordState::ok;
@@ -246,7 +244,7 @@ JobStatus build_status(const JobSnapshot& snap) {
   st.standby = standby_status(snap);
   st.plan = plan_status(snap);
   st.splits = count_splits(snap);
-  st.progress = leader_progress(snap).value_or(counted_progress(snap));
+  st.progress = snap.progress ? leader_progress(*snap.progress) : counted_progress(snap);
 
   std::map<std::string, MemberStatus> by_id;
   for (const std::string& id : instances_of(snap)) by_id.emplace(id, member_status(snap, id));
