@@ -209,18 +209,20 @@ struct BalanceStatus {
 enum class ProgressSource : std::uint8_t {
   leader_record,  // job.progress, as the leader of `term` last wrote it (at most once a
                   // progress_interval, so it may lag the split records by that much)
-  split_records,  // no readable job.progress: summed over the split records of this status
+  split_records,  // no readable, current job.progress: summed over this status's split records
 };
 std::string_view to_string(ProgressSource s) noexcept;
 
-// What became of the job.progress record.
-enum class ProgressRecordState : std::uint8_t { ok, absent, unreadable };
+// What became of the job.progress record. stale: written by a leader of an earlier term than the
+// current leader record's (a release that does not write it leads now, or the new leader has not
+// written yet): not used, the figures are counted instead.
+enum class ProgressRecordState : std::uint8_t { ok, absent, unreadable, stale };
 std::string_view to_string(ProgressRecordState s) noexcept;
 
 struct WeightProgress {
   ProgressSource source = ProgressSource::split_records;
   ProgressRecordState record = ProgressRecordState::absent;
-  std::uint64_t term = 0;       // leader_record: the term of the leader that wrote it
+  std::uint64_t term = 0;       // the term of the leader that wrote job.progress (0: none readable)
   std::uint64_t planned = 0;    // weight of every split
   std::uint64_t done = 0;       // completed, plus what runnable splits reported done
   std::uint64_t remaining = 0;  // weight of runnable splits not yet done (quarantined: neither)

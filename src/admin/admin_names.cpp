@@ -48,6 +48,8 @@ std::string_view to_string(ProgressRecordState s) noexcept {
       return "absent";
     case ProgressRecordState::unreadable:
       return "unreadable";
+    case ProgressRecordState::stale:
+      return "stale";
   }
   return "unknown";
 }

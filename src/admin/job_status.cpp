@@ -244,7 +244,17 @@ JobStatus build_status(const JobSnapshot& snap) {
   st.standby = standby_status(snap);
   st.plan = plan_status(snap);
   st.splits = count_splits(snap);
-  st.progress = snap.progress ? leader_progress(*snap.progress) : counted_progress(snap);
+  // A record below the current leader's term is an earlier leader's last word: count instead.
+  const bool stale = snap.progress && snap.leader && snap.leader->term > snap.progress->term;
+  if (snap.progress && !stale) {
+    st.progress = leader_progress(*snap.progress);
+  } else {
+    st.progress = counted_progress(snap);
+    if (stale) {
+      st.progress.record = ProgressRecordState::stale;
+      st.progress.term = snap.progress->term;
+    }
+  }
 
   std::map<std::string, MemberStatus> by_id;
   for (const std::string& id : instances_of(snap)) by_id.emplace(id, member_status(snap, id));

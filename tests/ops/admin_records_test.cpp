@@ -316,6 +316,32 @@ TEST_F(AdminRecords, an_unreadable_job_progress_is_reported_and_status_counts_in
   EXPECT_FALSE(admin.job_progress().has_value());
 }
 
+TEST_F(AdminRecords, a_job_progress_of_an_earlier_term_than_the_leader_is_stale_and_not_used) {
+  plan(4);
+  member("a", 4);
+  put(std::string(core::kLeaderKey), core::LeaderRecord{"a", "nonce-a", 4});
+  split("s1", 40, core::SplitStatus::runnable, "a", 30);
+  put(std::string(core::kProgressKey), core::ProgressRecord{3, 40, 5, 35, 1});
+
+  JobAdmin admin(store, clock);
+  JobStatus st = admin.status();
+  EXPECT_EQ(st.progress.source, ProgressSource::split_records);
+  EXPECT_EQ(st.progress.record, ProgressRecordState::stale);
+  EXPECT_EQ(st.progress.term, 3u);
+  EXPECT_EQ(st.progress.done, 30u) << "counted, not the earlier leader's 5";
+  EXPECT_FALSE(st.progress.rate_per_s.has_value());
+
+  // Once the current leader writes it, it is used again.
+  auto cur = store.get(core::kProgressKey);
+  ASSERT_TRUE(store
+                  .update(core::kProgressKey, core::encode(core::ProgressRecord{4, 40, 30, 10, 2}),
+                          cur->revision)
+                  .ok);
+  st = admin.status();
+  EXPECT_EQ(st.progress.record, ProgressRecordState::ok);
+  EXPECT_EQ(st.progress.rate_per_s, std::optional<std::uint64_t>(2));
+}
+
 TEST(WeightProgress, eta_rounds_up_and_is_unknown_without_a_rate) {
   WeightProgress p;
   p.planned = 10;
@@ -510,6 +536,11 @@ TEST_F(AdminRecords, state_names_round_trip) {
   EXPECT_EQ(parse_split_state("Runnable"), std::nullopt);
   EXPECT_EQ(finality_name(PlanFinality::open), "open");
   EXPECT_EQ(to_string(PlanVerdict::stalled), "stalled");
+  // The words etlc status --json carries for progress (docs/operations.md).
+  EXPECT_EQ(to_string(ProgressSource::leader_record), "job.progress");
+  EXPECT_EQ(to_string(ProgressSource::split_records), "split_records");
+  EXPECT_EQ(to_string(ProgressRecordState::stale), "stale");
+  EXPECT_EQ(to_string(ProgressRecordState::unreadable), "unreadable");
 }
 
 }  // namespace

@@ -21,7 +21,9 @@ Json progress_json(const WeightProgress& p) {
   const auto eta = p.eta();
   return Json{{"source", to_string(p.source)},
               {"record", to_string(p.record)},
-              {"term", p.source == ProgressSource::leader_record ? Json(p.term) : Json(nullptr)},
+              {"term", p.record == ProgressRecordState::ok || p.record == ProgressRecordState::stale
+                           ? Json(p.term)
+                           : Json(nullptr)},
               {"planned", p.planned},
               {"done", p.done},
               {"remaining", p.remaining},

@@ -78,6 +78,11 @@ std::string percent_done(const WeightProgress& p) {
 std::string progress_source(const WeightProgress& p) {
   if (p.source == ProgressSource::leader_record)
     return fmt::format("job.progress, term {}", p.term);
+  if (p.record == ProgressRecordState::stale) {
+    return fmt::format(
+        "counted over the split records: job.progress stale, term {} is below the leader's",
+        p.term);
+  }
   return fmt::format("counted over the split records: job.progress {}", to_string(p.record));
 }
 
