@@ -32,7 +32,8 @@ class RangePlanner final : public etlc::Planner {
   }
 };
 
-// Progress: watermark = numbers done, state = their partial sum.
+// Progress: watermark = numbers done, state = their partial sum, done = the numbers done again
+// (the weight is the split's count of numbers), so the leader balances on what remains.
 class SquaresLane final : public etlc::Lane {
  public:
   explicit SquaresLane(const etlc::LaneContext& ctx) {
@@ -44,7 +45,9 @@ class SquaresLane final : public etlc::Lane {
     for (std::uint64_t i = 0; i < kPerStep && next_ < end_; ++i, ++next_) sum_ += next_ * next_;
     return next_ < end_ ? etlc::StepResult::more() : etlc::StepResult::end();
   }
-  etlc::SplitProgress durable_progress() override { return {next_ - begin_, std::to_string(sum_)}; }
+  etlc::SplitProgress durable_progress() override {
+    return {next_ - begin_, std::to_string(sum_), next_ - begin_};
+  }
   void close(etlc::LaneEnd end) override {
     if (end == etlc::LaneEnd::completed) g_sum += sum_;  // the completion is durable: publish
   }

@@ -218,7 +218,9 @@ class FileLane final : public etlc::Lane {
     write_out();
     data_->sync();
     if (rejects_) rejects_->sync();
-    return {watermark_, encode_counts(rows_, malformed_)};
+    // The split's weight is its size in bytes (plan.cpp), so the bytes durably behind the
+    // watermark are the weight done: the leader balances on, and etlc status reports, the rest.
+    return {watermark_, encode_counts(rows_, malformed_), watermark_};
   }
 
   void close(etlc::LaneEnd end) override {

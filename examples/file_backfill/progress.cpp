@@ -35,6 +35,28 @@ std::string human_count(double n) {
   return buf;
 }
 
+std::string human_duration(double seconds) {
+  char buf[32];
+  const auto s = static_cast<long long>(seconds < 0 ? 0 : seconds + 0.5);
+  if (seconds < 1) {
+    std::snprintf(buf, sizeof buf, "%.0fms", seconds < 0 ? 0 : seconds * 1000);
+  } else if (s < 60) {
+    std::snprintf(buf, sizeof buf, "%llds", s);
+  } else if (s < 3600) {
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
+  } else {
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", s / 3600, (s % 3600) / 60);
+  }
+  return buf;
+}
+
+std::string job_text(const JobWeightSample& job) {
+  if (!job.known) return " | job ? ETA unknown";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, " | job %.0f%%", std::clamp(job.fraction, 0.0, 1.0) * 100);
+  return buf + std::string(" ETA ") + (job.eta_s < 0 ? "unknown" : human_duration(job.eta_s));
+}
+
 ProgressDisplay::ProgressDisplay(std::FILE* out, bool live, double plain_every_s)
     : out_(out), live_(live), every_s_(live ? 0.25 : plain_every_s) {}
 
@@ -49,6 +71,7 @@ std::string ProgressDisplay::render(const ProgressSample& s) {
     std::snprintf(buf, sizeof buf, " %3.0f%%", std::min(1.0, s.fraction) * 100);
     line += buf;
   }
+  line += job_text(s.job);
   line += " | " + human_bytes(bytes_rate_) + "/s " + human_count(rows_rate_) + " rows/s | load";
   for (const MemberLoad& m : s.members) {
     line += " " + m.id + ":" + (m.crashed ? std::string("down") : std::to_string(m.lanes));

@@ -16,17 +16,34 @@ struct MemberLoad {
   bool crashed = false;  // aborted, not (yet) restarted
 };
 
+// The whole job as its leader reports it (job.progress, read with etlc::JobAdmin::job_progress):
+// the one view every process has, where its own counters cover only its own lanes.
+struct JobWeightSample {
+  bool known = false;   // a readable record exists (none before the leader's first interval)
+  double fraction = 0;  // of the planned weight (input bytes) durably done
+  double eta_s = -1;    // remaining / the leader's recent rate; < 0 when unknown (no rate, 0)
+};
+
+// " | job 42% ETA 1m05s" (the ETA "unknown" without a rate), or " | job ? ETA unknown" before
+// the leader's first record.
+std::string job_text(const JobWeightSample& job);
+// "850ms", "12s", "5m07s", "2h03m".
+std::string human_duration(double seconds);
+
 struct ProgressSample {
   double elapsed_s = 0;
   std::uint64_t splits_done = 0;
   std::uint64_t splits_total = 0;
-  double fraction = -1;  // of the input's bytes covered; < 0 when not known (one process of many)
+  // Of the input's bytes this process's lanes covered (read, not yet durable); < 0 when not
+  // known (one process of many: see `job` for the whole job).
+  double fraction = -1;
   std::uint64_t bytes_read = 0;
   std::uint64_t rows_read = 0;
   std::vector<MemberLoad> members;
   std::uint64_t moves = 0;      // cooperative drains (the leader moved a split)
   std::uint64_t takeovers = 0;  // grants that resumed committed progress (takeovers, moves)
   std::uint64_t lost = 0;       // lanes stopped because their split was lost
+  JobWeightSample job;          // the whole job, from the leader's job.progress
 };
 
 // Serialises everything written to the terminal: the display and the log sink (run.cpp).

@@ -1,5 +1,6 @@
 #include "run.hpp"
 
+#include <etlc/admin.hpp>
 #include <etlc/driver.hpp>
 #include <etlc/errors.hpp>
 #include <etlc/exit_codes.hpp>
@@ -147,6 +148,23 @@ struct Incarnation {
   bool crashed = false;
 };
 
+// The whole job from the leader's job.progress (one store read); the last sample while the
+// store does not answer, so a hiccup does not blank the line.
+JobWeightSample read_job_weights(etlc::JobAdmin& admin, const JobWeightSample& last) {
+  try {
+    const std::optional<etlc::WeightProgress> p = admin.job_progress();
+    // Unknown until the leader wrote a record of the seeded plan (its first may predate it).
+    if (!p || !p->fraction_done()) return JobWeightSample{};
+    JobWeightSample j;
+    j.known = true;
+    j.fraction = *p->fraction_done();
+    if (auto eta = p->eta()) j.eta_s = static_cast<double>(eta->count()) / 1000.0;
+    return j;
+  } catch (const etlc::StoreError&) {
+    return last;
+  }
+}
+
 }  // namespace
 
 std::atomic<int>& stop_signal() {
@@ -198,6 +216,9 @@ int run_job(const RunOptions& o, RunTotals* totals) {
     const std::uint64_t total_splits = planner->splits().size();
     auto store = open_store(o);
     JobProgress job;
+    etlc::JobAdmin admin(*store);  // reads job.progress for the live line: the whole job's ETA
+    JobWeightSample job_weights;
+    double job_weights_at = -1;
     // --metrics-port: every member of this process reports into one registry, served over HTTP.
     std::shared_ptr<etlc::MetricsRegistry> registry;
     std::unique_ptr<etlc::MetricsServer> metrics_server;
@@ -363,6 +384,11 @@ int run_job(const RunOptions& o, RunTotals* totals) {
         s.splits_done = sum(&MemberCounters::splits_completed);
         s.splits_total = total_splits;
         s.fraction = nats ? -1 : fraction;
+        if (job_weights_at < 0 || s.elapsed_s - job_weights_at >= 1.0) {  // the record's pace
+          job_weights = read_job_weights(admin, job_weights);
+          job_weights_at = s.elapsed_s;
+        }
+        s.job = job_weights;
         s.bytes_read = sum(&MemberCounters::bytes_read);
         s.rows_read = sum(&MemberCounters::rows_read);
         std::lock_guard lk(current_mu);

@@ -150,7 +150,8 @@ struct SplitCounts {
 struct MemberStatus {
   std::string instance;
   // A session record (member.{instance}) exists. A member without one is listed because it
-  // still holds leases or has an assignment record: it departed (or was expired) recently.
+  // still holds leases, has an assignment record or is named owner by a split record: it
+  // departed (or was expired) recently.
   bool has_session = false;
   std::string nonce;  // the session's process nonce (empty without a session)
   // The session's job fingerprint equals the plan's (true when there is no plan yet). A member
@@ -167,8 +168,11 @@ struct MemberStatus {
   // claims nothing).
   std::optional<std::uint64_t> assigned;
   std::uint64_t assignment_term = 0;
-  std::uint64_t draining = 0;          // held but no longer assigned: revocations in progress
-  std::uint64_t weight_held = 0;       // total weight of the splits it holds (saturating)
+  std::uint64_t draining = 0;     // held but no longer assigned: revocations in progress
+  std::uint64_t weight_held = 0;  // total weight of the splits it holds (saturating)
+  // What remains to do of the runnable splits whose record names it as owner: the sum of
+  // weight - min(done, weight) (saturating). What the leader balances on.
+  std::uint64_t weight_remaining = 0;
   double weight_share = 0.0;           // weight_held / the weight held by all members (0..1)
   std::uint64_t renewals = 0;          // the session record's renewal counter
   std::chrono::milliseconds lease{0};  // the member's lease duration
@@ -199,6 +203,38 @@ struct BalanceStatus {
   double max_over_mean = 0.0;  // 1.0 is perfect balance; 0 when nothing is held
 };
 
+// The job's progress by weight (issue 16): how much of the planned weight is done, from the
+// leader's job.progress record when it can be read, else counted over the split records (which
+// carry no rate). Weight is in the planner's units (bytes of a file backfill, rows of a range).
+enum class ProgressSource : std::uint8_t {
+  leader_record,  // job.progress, as the leader of `term` last wrote it (at most once a
+                  // progress_interval, so it may lag the split records by that much)
+  split_records,  // no readable, current job.progress: summed over this status's split records
+};
+std::string_view to_string(ProgressSource s) noexcept;
+
+// What became of the job.progress record. stale: written by a leader of an earlier term than the
+// current leader record's (a release that does not write it leads now, or the new leader has not
+// written yet): not used, the figures are counted instead.
+enum class ProgressRecordState : std::uint8_t { ok, absent, unreadable, stale };
+std::string_view to_string(ProgressRecordState s) noexcept;
+
+struct WeightProgress {
+  ProgressSource source = ProgressSource::split_records;
+  ProgressRecordState record = ProgressRecordState::absent;
+  std::uint64_t term = 0;       // the term of the leader that wrote job.progress (0: none readable)
+  std::uint64_t planned = 0;    // weight of every split
+  std::uint64_t done = 0;       // completed, plus what runnable splits reported done
+  std::uint64_t remaining = 0;  // weight of runnable splits not yet done (quarantined: neither)
+  // Done weight per second, recently (leader_record only); nullopt when unknown.
+  std::optional<std::uint64_t> rate_per_s;
+
+  // done / planned in 0..1; nullopt when nothing is planned.
+  std::optional<double> fraction_done() const noexcept;
+  // remaining / rate, rounded up to the millisecond; nullopt without a rate or at rate 0.
+  std::optional<std::chrono::milliseconds> eta() const noexcept;
+};
+
 // The operator's pause (job.pause), as recorded by whoever paused.
 struct PauseStatus {
   std::string reason;
@@ -215,6 +251,9 @@ struct JobStatus {
                                          // targeted watches are off, or it just failed over)
   std::optional<PlanStatus> plan;
   SplitCounts splits;
+  WeightProgress progress;
+  // Remaining weight of runnable splits whose record names no owner: queued work.
+  std::uint64_t unowned_remaining = 0;
   std::vector<MemberStatus> members;  // sorted by instance id
   std::vector<SplitMove> moves;       // sorted by split id; at most kMaxMovesReported
   std::uint64_t moves_total = 0;
@@ -372,6 +411,11 @@ class JobAdmin {
   // The whole picture: leader, plan, split counts, members, moves in flight, balance. Lists the
   // job's leader/plan, member, lease, assign, cordon and split records: O(splits) work and memory.
   JobStatus status() ETLC_EXCLUDES(mu_);
+
+  // The leader's job.progress record alone (one get), as status() reports it: nullopt when it
+  // is absent or unreadable (status() then counts over the split records). Cheap enough for a
+  // progress display to poll.
+  std::optional<WeightProgress> job_progress();
 
   // Split records (and their leases) matching `filter`, sorted by id.
   SplitListing splits(const SplitFilter& filter = {});

@@ -141,16 +141,22 @@ struct DriverStats {
   std::uint64_t sink_refused = 0;    // grants or batches the sink fence refused (a newer epoch)
   std::uint64_t sink_resumed = 0;    // grants resumed from the sink's progress (above the record)
   std::uint32_t lanes_open = 0;      // lanes currently open
+  std::uint64_t lanes_opened = 0;    // lanes opened (the source returned a lane)
+  std::uint64_t steps = 0;           // Lane::step calls
 };
 
 class Driver {
  public:
   // Drives `member` with lanes from `source`. The clock drives the commit interval and retries.
-  // Throws ConfigError for invalid options or null arguments.
+  // Throws ConfigError for invalid options or null arguments. The counters of DriverStats that
+  // docs/operations.md lists (etl_coordination_driver_*_total) go to `metrics`; when it is null,
+  // to the member's registry if the member is a Coordinator, else to a private registry.
   Driver(std::shared_ptr<MemberApi> member, std::shared_ptr<SplitSource> source,
-         DriverOptions options = {}, const Clock& clock = SystemClock::instance());
+         DriverOptions options = {}, const Clock& clock = SystemClock::instance(),
+         std::shared_ptr<MetricsRegistry> metrics = nullptr);
   // Builds the Coordinator (thread mode; it starts in run()). Throws what the Coordinator
-  // constructor throws. `metrics` may be null.
+  // constructor throws. `metrics` may be null: the Coordinator then uses a private registry
+  // (Coordinator::metrics()), and the Driver's counters go there too.
   Driver(CoordinatorConfig config, std::shared_ptr<KvStore> store, std::shared_ptr<Planner> planner,
          std::shared_ptr<SplitSource> source, DriverOptions options = {},
          std::shared_ptr<MetricsRegistry> metrics = nullptr);

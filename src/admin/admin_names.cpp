@@ -36,6 +36,24 @@ std::string_view to_string(PlanVerdict v) noexcept {
   return "unknown";
 }
 
+std::string_view to_string(ProgressSource s) noexcept {
+  return s == ProgressSource::leader_record ? "job.progress" : "split_records";
+}
+
+std::string_view to_string(ProgressRecordState s) noexcept {
+  switch (s) {
+    case ProgressRecordState::ok:
+      return "ok";
+    case ProgressRecordState::absent:
+      return "absent";
+    case ProgressRecordState::unreadable:
+      return "unreadable";
+    case ProgressRecordState::stale:
+      return "stale";
+  }
+  return "unknown";
+}
+
 std::string_view finality_name(PlanFinality f) noexcept {
   return f == PlanFinality::final ? "final" : "open";
 }

@@ -3,6 +3,7 @@
 
 #include "admin/job_snapshot.hpp"
 #include "core/keys.hpp"
+#include "core/records.hpp"
 #include "etlc/admin.hpp"
 
 namespace etlc {
@@ -61,6 +62,16 @@ JobStatus JobAdmin::status() {
   }
   seen_sessions_ = std::move(next);  // forget sessions that are gone: the memory stays bounded
   return st;
+}
+
+std::optional<WeightProgress> JobAdmin::job_progress() {
+  auto e = store_.get(core::kProgressKey);
+  if (!e) return std::nullopt;
+  try {
+    return admin::leader_progress(core::decode_progress(e->key, e->value));
+  } catch (const core::RecordError&) {
+    return std::nullopt;  // status() lists it as unreadable
+  }
 }
 
 SplitListing JobAdmin::splits(const SplitFilter& filter) {

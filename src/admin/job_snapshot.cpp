@@ -51,10 +51,14 @@ void read_job_key(const Entry& e, JobSnapshot& s) {
       s.pause = core::decode_pause(e.key, e.value);
     } else if (e.key == core::kStandbyKey) {
       s.standby = core::decode_standby(e.key, e.value);
+    } else if (e.key == core::kProgressKey) {
+      s.progress = core::decode_progress(e.key, e.value);
     } else {
       s.garbage.add(e.key, "not a key of the job layout");
     }
   } catch (const core::RecordError& err) {
+    // Status then counts progress over the split records, and says why.
+    if (e.key == core::kProgressKey) s.progress_unreadable = true;
     s.garbage.add(e.key, err.what());
   }
 }

@@ -40,6 +40,8 @@ struct JobSnapshot {
   std::optional<core::PlanRecord> plan;
   std::optional<core::PauseRecord> pause;
   std::optional<core::StandbyRecord> standby;
+  std::optional<core::ProgressRecord> progress;
+  bool progress_unreadable = false;  // job.progress exists but does not decode (see garbage)
   std::map<std::string, Versioned<core::MemberRecord>> members;  // by instance id
   std::map<std::string, core::LeaseRecord> leases;               // by split id
   std::map<std::string, core::AssignmentRecord> assigns;         // by instance id
@@ -50,7 +52,7 @@ struct JobSnapshot {
 
 // Which prefixes to read.
 struct SnapshotParts {
-  bool job = false;      // job.leader, job.plan, job.pause
+  bool job = false;      // job.leader, job.plan, job.pause, job.standby, job.progress
   bool members = false;  // member.*
   bool leases = false;   // lease.*
   bool assigns = false;  // assign.*
@@ -70,6 +72,9 @@ JobSnapshot read_snapshot(KvStore& store, const SnapshotParts& parts);
 SplitState to_public(core::SplitStatus s) noexcept;
 PlanVerdict to_public(core::Verdict v) noexcept;
 PlanFinality to_public(core::Finality f) noexcept;
+
+// The job's progress as the leader's job.progress record states it.
+WeightProgress leader_progress(const core::ProgressRecord& r);
 
 // The pure part of JobAdmin::status(): everything but the observation durations.
 JobStatus build_status(const JobSnapshot& snap);

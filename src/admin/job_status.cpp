@@ -12,6 +12,7 @@
 
 #include "admin/job_snapshot.hpp"
 #include "core/assignment_rules.hpp"
+#include "core/remaining_work.hpp"
 
 namespace etlc::admin {
 
@@ -42,6 +43,33 @@ SplitCounts count_splits(const JobSnapshot& snap) {
     }
   }
   return c;
+}
+
+// The job's weight counted over the split records, as the leader tallies it
+// (core::WeightTally); no rate: one look cannot measure one.
+WeightProgress counted_progress(const JobSnapshot& snap) {
+  core::WeightTally tally;
+  for (const auto& [id, rec] : snap.splits) tally.add(rec);
+  const core::JobWeights w = tally.weights();
+  WeightProgress p;
+  p.source = ProgressSource::split_records;
+  p.record =
+      snap.progress_unreadable ? ProgressRecordState::unreadable : ProgressRecordState::absent;
+  p.planned = w.planned;
+  p.done = w.done;
+  p.remaining = w.remaining;
+  return p;
+}
+
+// Remaining weight per owner named by a runnable split record; "" collects the unowned.
+std::map<std::string, std::uint64_t> remaining_by_owner(const JobSnapshot& snap) {
+  std::map<std::string, std::uint64_t> out;
+  for (const auto& [id, rec] : snap.splits) {
+    if (rec.status != core::SplitStatus::runnable) continue;
+    std::uint64_t& sum = out[rec.owner.value_or("")];
+    sum = add_sat(sum, core::remaining_weight(rec));
+  }
+  return out;
 }
 
 // The assignment a member follows, or null: none, written by a deposed leader, or left behind by
@@ -86,9 +114,12 @@ std::optional<PlanStatus> plan_status(const JobSnapshot& snap) {
                     p.message.value_or("")};
 }
 
-// Every instance the records mention: sessions, lease owners, assignees, cordons.
+// Every instance the records mention: sessions, lease owners, assignees, cordons, split owners.
 std::set<std::string> instances_of(const JobSnapshot& snap) {
   std::set<std::string> ids;
+  for (const auto& [split, rec] : snap.splits) {
+    if (rec.owner && rec.status == core::SplitStatus::runnable) ids.insert(*rec.owner);
+  }
   for (const auto& [id, v] : snap.members) ids.insert(id);
   for (const auto& [split, lease] : snap.leases) ids.insert(lease.owner);
   for (const auto& [id, a] : snap.assigns) ids.insert(id);
@@ -193,6 +224,18 @@ BalanceStatus share_and_balance(std::map<std::string, MemberStatus>& by_id) {
 
 }  // namespace
 
+WeightProgress leader_progress(const core::ProgressRecord& r) {
+  WeightProgress p;
+  p.source = ProgressSource::leader_record;
+  p.record = ProgressRecordState::ok;
+  p.term = r.term;
+  p.planned = r.planned;
+  p.done = r.done;
+  p.remaining = r.remaining;
+  p.rate_per_s = r.rate_per_s;
+  return p;
+}
+
 JobStatus build_status(const JobSnapshot& snap) {
   JobStatus st;
   st.found = snap.plan || snap.leader || !snap.members.empty();
@@ -201,10 +244,28 @@ JobStatus build_status(const JobSnapshot& snap) {
   st.standby = standby_status(snap);
   st.plan = plan_status(snap);
   st.splits = count_splits(snap);
+  // A record below the current leader's term is an earlier leader's last word: count instead.
+  const bool stale = snap.progress && snap.leader && snap.leader->term > snap.progress->term;
+  if (snap.progress && !stale) {
+    st.progress = leader_progress(*snap.progress);
+  } else {
+    st.progress = counted_progress(snap);
+    if (stale) {
+      st.progress.record = ProgressRecordState::stale;
+      st.progress.term = snap.progress->term;
+    }
+  }
 
   std::map<std::string, MemberStatus> by_id;
   for (const std::string& id : instances_of(snap)) by_id.emplace(id, member_status(snap, id));
   add_holdings(snap, by_id);
+  for (const auto& [owner, remaining] : remaining_by_owner(snap)) {
+    if (owner.empty()) {
+      st.unowned_remaining = remaining;
+    } else {
+      by_id[owner].weight_remaining = remaining;
+    }
+  }
   std::vector<SplitMove> moves = split_moves(snap);
   st.moves_total = moves.size();
   if (moves.size() > kMaxMovesReported) moves.resize(kMaxMovesReported);

@@ -4,19 +4,33 @@
 
 #include "driver/driver_impl.hpp"
 #include "etlc/errors.hpp"
+#include "etlc/metrics.hpp"
 
 namespace etlc {
 
+namespace {
+// The registry the Driver's counters go to (see the constructor's contract in driver.hpp).
+MetricsRegistry& pick_registry(MemberApi& member, std::shared_ptr<MetricsRegistry>& given) {
+  if (given) return *given;
+  if (auto* coordinator = dynamic_cast<Coordinator*>(&member)) return coordinator->metrics();
+  given = std::make_shared<MetricsRegistry>();
+  return *given;
+}
+}  // namespace
+
 Driver::Impl::Impl(std::shared_ptr<MemberApi> member, std::shared_ptr<SplitSource> source,
-                   DriverOptions options, const Clock& clock)
+                   DriverOptions options, const Clock& clock,
+                   std::shared_ptr<MetricsRegistry> metrics)
     : member_(std::move(member)),
       source_(std::move(source)),
       options_(std::move(options)),
-      clock_(clock) {
+      clock_(clock),
+      registry_(std::move(metrics)) {
   options_.validate();
   if (!member_) throw ConfigError("Driver: member must not be null");
   if (!source_) throw ConfigError("Driver: source must not be null");
   instance_ = member_->instance_id();
+  metrics_.emplace(pick_registry(*member_, registry_), instance_);
 }
 
 Driver::Impl::~Impl() {
@@ -24,9 +38,9 @@ Driver::Impl::~Impl() {
 }
 
 Driver::Driver(std::shared_ptr<MemberApi> member, std::shared_ptr<SplitSource> source,
-               DriverOptions options, const Clock& clock)
-    : impl_(std::make_unique<Impl>(std::move(member), std::move(source), std::move(options),
-                                   clock)) {}
+               DriverOptions options, const Clock& clock, std::shared_ptr<MetricsRegistry> metrics)
+    : impl_(std::make_unique<Impl>(std::move(member), std::move(source), std::move(options), clock,
+                                   std::move(metrics))) {}
 
 Driver::Driver(CoordinatorConfig config, std::shared_ptr<KvStore> store,
                std::shared_ptr<Planner> planner, std::shared_ptr<SplitSource> source,
@@ -35,8 +49,9 @@ Driver::Driver(CoordinatorConfig config, std::shared_ptr<KvStore> store,
       std::make_shared<Coordinator>(std::move(config), std::move(store), std::move(planner),
                                     SystemClock::instance(), std::move(metrics));
   Coordinator* built = coordinator.get();
+  // The Coordinator's registry (the one given, or its private one) takes the Driver's counters.
   impl_ = std::make_unique<Impl>(std::move(coordinator), std::move(source), std::move(options),
-                                 SystemClock::instance());
+                                 SystemClock::instance(), nullptr);
   impl_->built_ = built;
 }
 
@@ -60,7 +75,9 @@ void Driver::abort() noexcept {
 
 DriverStats Driver::stats() const {
   MutexLock lk(impl_->mu_);
-  return impl_->stats_;
+  DriverStats s = impl_->stats_;
+  s.steps = impl_->steps_.load(std::memory_order_relaxed);
+  return s;
 }
 
 std::string Driver::instance_id() const {

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "driver/driver_metrics.hpp"
 #include "driver/slot.hpp"
 #include "etlc/detail/mutex.hpp"
 #include "etlc/driver.hpp"
@@ -46,7 +47,7 @@ struct Driver::Impl {
   };
 
   Impl(std::shared_ptr<MemberApi> member, std::shared_ptr<SplitSource> source,
-       DriverOptions options, const Clock& clock);
+       DriverOptions options, const Clock& clock, std::shared_ptr<MetricsRegistry> metrics);
   ~Impl();
 
   // driver.cpp
@@ -110,6 +111,12 @@ struct Driver::Impl {
   const Clock& clock_;
   std::string instance_;          // member_->instance_id(), set once by the constructor
   Coordinator* built_ = nullptr;  // the Coordinator the config constructor built (member_)
+
+  // Where the counters are exported: the given registry or a private one (kept alive here), or
+  // the Coordinator member's own (alive as long as member_).
+  std::shared_ptr<MetricsRegistry> registry_;
+  std::optional<driver::DriverMetrics> metrics_;  // set by the constructor; lock-free counters
+  std::atomic<std::uint64_t> steps_{0};           // DriverStats::steps, off mu_ (one per step)
 
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> abort_requested_{false};

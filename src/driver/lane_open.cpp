@@ -109,8 +109,10 @@ void Driver::Impl::open_user_lane(Slot& s, const SplitProgress& resume) {
   try {
     s.lane = source_->open(ctx);
     if (!s.lane) throw std::runtime_error("the source returned no lane");
+    metrics_->lane_opened();
     MutexLock lk(mu_);
     ++stats_.lanes_open;
+    ++stats_.lanes_opened;
   } catch (const std::exception& e) {
     s.reason = fmt::format("opening a lane failed: {}", e.what());
     s.work = Slot::Work::fail;

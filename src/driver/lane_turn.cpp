@@ -146,6 +146,8 @@ std::optional<Driver::Impl::Turn> Driver::Impl::commit_due(Slot& s, const TurnSt
 std::optional<Driver::Impl::Turn> Driver::Impl::step_lane(Slot& s) {
   if (lapsed(s)) return close_slot(s, LaneEnd::lost);
   StepResult r;
+  steps_.fetch_add(1, std::memory_order_relaxed);
+  metrics_->stepped();
   try {
     r = s.lane->step();
   } catch (const SinkFenced& e) {
@@ -315,6 +317,7 @@ Driver::Impl::Outcome Driver::Impl::commit_progress(Slot& s, const SplitProgress
   const Outcome o = fenced_call(s, "commit", [&] { return member_->commit(s.id(), p, epoch); });
   if (o == Outcome::done) {
     s.committed = p;
+    metrics_->committed();
     MutexLock lk(mu_);
     ++stats_.commits;
     auto [it, fresh] = last_durable_.try_emplace(s.id(), epoch, p);
@@ -334,6 +337,7 @@ Driver::Impl::Turn Driver::Impl::decline(Slot& s) {
     s.ended = true;  // the forced release's SplitLost must not hit a newer lane
     ++stats_.declined;
   }
+  metrics_->declined();
   try {
     member_->decline_revoke(s.id(), s.grant.epoch);
   } catch (const std::exception& e) {

@@ -108,6 +108,7 @@ Driver::Impl::Turn Driver::Impl::close_slot(Slot& slot, LaneEnd end) {
     MutexLock lk(mu_);
     if (had_lane && stats_.lanes_open > 0) --stats_.lanes_open;
     count_end(stats_, end);
+    metrics_->lane_ended(end);
     driver::FlagsHeld flags(slot, held(mu_));
     slot.ended = true;
     slot.move_to(Slot::Where::closed);

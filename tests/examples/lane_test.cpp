@@ -99,6 +99,9 @@ TEST_F(LaneTest, a_new_tenancy_resumes_after_the_committed_watermark_without_rep
   first->step();  // read past the commit, never made durable
   first->close(etlc::LaneEnd::lost);
   EXPECT_EQ(committed.state, "2 0");
+  EXPECT_GT(committed.watermark, 0u);
+  // The weight is the split's bytes: what is durable behind the watermark is the weight done.
+  EXPECT_EQ(committed.done, std::optional<std::uint64_t>(committed.watermark));
   EXPECT_EQ(lines(slurp(data_file(out, split.id, 1))), 2u) << "the uncommitted row was dropped";
 
   auto second = open(2, committed);
@@ -106,6 +109,7 @@ TEST_F(LaneTest, a_new_tenancy_resumes_after_the_committed_watermark_without_rep
   second->close(etlc::LaneEnd::completed);
   EXPECT_EQ(p.watermark, split.bytes);
   EXPECT_EQ(p.state, "4 1") << "counts continue from the committed state";
+  EXPECT_EQ(p.done, std::optional<std::uint64_t>(split.bytes)) << "all of the split's weight";
   EXPECT_EQ(lines(slurp(data_file(out, split.id, 2))), 2u) << "rows 4 and 5 only";
 }
 

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <thread>
 
 #include "core/keys.hpp"
@@ -32,7 +33,8 @@ class AdminRecords : public ::testing::Test {
   }
   void split(const std::string& id, std::uint64_t weight,
              core::SplitStatus status = core::SplitStatus::runnable,
-             std::optional<std::string> owner = std::nullopt) {
+             std::optional<std::string> owner = std::nullopt,
+             std::optional<std::uint64_t> done = std::nullopt) {
     core::SplitRecord r;
     r.id = id;
     r.epoch = owner ? 1 : 0;
@@ -41,6 +43,7 @@ class AdminRecords : public ::testing::Test {
     if (owner) r.owner_nonce = "nonce-" + *owner;
     r.weight = weight;
     r.progress.watermark = weight * 10;
+    r.progress.done = done;
     put(core::split_key(id), r);
   }
   void lease(const std::string& split_id, const std::string& owner) {
@@ -235,6 +238,129 @@ TEST_F(AdminRecords, observation_durations_follow_the_clock_and_reset_on_change)
   EXPECT_EQ(admin.status().leader->observed_for, 0ms);
 }
 
+// In the progress tests below: s3's done is above its weight (all of it, never more); a
+// quarantined split's weight is neither done nor remaining.
+TEST_F(AdminRecords, progress_comes_from_job_progress_with_its_rate_and_eta) {
+  plan(1);
+  member("a", 4);
+  member("b", 4);
+  split("s1", 40, core::SplitStatus::runnable, "a", 30);
+  split("s2", 20, core::SplitStatus::runnable, "b", 2);
+  split("s3", 10, core::SplitStatus::runnable, "b", 99);
+  split("s4", 15, core::SplitStatus::runnable, std::nullopt, 5);
+  split("s5", 8, core::SplitStatus::completed);
+  split("s6", 7, core::SplitStatus::quarantined, std::nullopt, 3);
+  // The leader's record lags the split records: status shows it as the job's totals.
+  put(std::string(core::kProgressKey), core::ProgressRecord{3, 100, 40, 50, 4});
+
+  JobAdmin admin(store, clock);
+  JobStatus st = admin.status();
+  EXPECT_EQ(st.progress.source, ProgressSource::leader_record);
+  EXPECT_EQ(st.progress.record, ProgressRecordState::ok);
+  EXPECT_EQ(st.progress.term, 3u);
+  EXPECT_EQ(st.progress.planned, 100u);
+  EXPECT_EQ(st.progress.done, 40u);
+  EXPECT_EQ(st.progress.remaining, 50u);
+  EXPECT_EQ(st.progress.rate_per_s, std::optional<std::uint64_t>(4));
+  EXPECT_DOUBLE_EQ(*st.progress.fraction_done(), 0.4);
+  EXPECT_EQ(st.progress.eta(), std::optional<std::chrono::milliseconds>(12'500ms));
+  // Per member, from the split records: weight - min(done, weight) of what it owns.
+  EXPECT_EQ(find_member(st, "a")->weight_remaining, 10u);
+  EXPECT_EQ(find_member(st, "b")->weight_remaining, 18u);
+  EXPECT_EQ(st.unowned_remaining, 10u);
+  EXPECT_EQ(st.garbage_total, 0u) << "job.progress is a key of the layout";
+  EXPECT_EQ(admin.job_progress()->done, 40u);
+}
+
+TEST_F(AdminRecords, without_job_progress_status_counts_the_split_records_and_knows_no_rate) {
+  plan(1);
+  member("a", 4);
+  split("s1", 40, core::SplitStatus::runnable, "a", 30);
+  split("s2", 15, core::SplitStatus::runnable, std::nullopt, 5);
+  split("s3", 8, core::SplitStatus::completed);
+  split("s4", 7, core::SplitStatus::quarantined, std::nullopt, 3);
+  // A split owned by a member that left no other record is still listed with what it owes.
+  split("s5", 9, core::SplitStatus::runnable, "gone");
+
+  JobAdmin admin(store, clock);
+  JobStatus st = admin.status();
+  EXPECT_EQ(st.progress.source, ProgressSource::split_records);
+  EXPECT_EQ(st.progress.record, ProgressRecordState::absent);
+  EXPECT_EQ(st.progress.planned, 79u);
+  EXPECT_EQ(st.progress.done, 30u + 5u + 8u + 3u);
+  EXPECT_EQ(st.progress.remaining, 10u + 10u + 9u);
+  EXPECT_FALSE(st.progress.rate_per_s.has_value());
+  EXPECT_FALSE(st.progress.eta().has_value());
+  EXPECT_EQ(find_member(st, "a")->weight_remaining, 10u);
+  ASSERT_NE(find_member(st, "gone"), nullptr);
+  EXPECT_FALSE(find_member(st, "gone")->has_session);
+  EXPECT_EQ(find_member(st, "gone")->weight_remaining, 9u);
+  EXPECT_EQ(st.unowned_remaining, 10u);
+  EXPECT_FALSE(admin.job_progress().has_value());
+}
+
+TEST_F(AdminRecords, an_unreadable_job_progress_is_reported_and_status_counts_instead) {
+  plan(1);
+  split("s1", 40, core::SplitStatus::runnable, std::nullopt, 10);
+  put_raw(std::string(core::kProgressKey), R"({"v":1,"term":1,"planned":"lots"})");
+
+  JobAdmin admin(store, clock);
+  JobStatus st = admin.status();
+  EXPECT_EQ(st.progress.source, ProgressSource::split_records);
+  EXPECT_EQ(st.progress.record, ProgressRecordState::unreadable);
+  EXPECT_EQ(st.progress.planned, 40u);
+  EXPECT_EQ(st.progress.remaining, 30u);
+  ASSERT_EQ(st.garbage_total, 1u);
+  EXPECT_EQ(st.garbage[0].key, "job.progress");
+  EXPECT_FALSE(st.garbage[0].error.empty());
+  EXPECT_FALSE(admin.job_progress().has_value());
+}
+
+TEST_F(AdminRecords, a_job_progress_of_an_earlier_term_than_the_leader_is_stale_and_not_used) {
+  plan(4);
+  member("a", 4);
+  put(std::string(core::kLeaderKey), core::LeaderRecord{"a", "nonce-a", 4});
+  split("s1", 40, core::SplitStatus::runnable, "a", 30);
+  put(std::string(core::kProgressKey), core::ProgressRecord{3, 40, 5, 35, 1});
+
+  JobAdmin admin(store, clock);
+  JobStatus st = admin.status();
+  EXPECT_EQ(st.progress.source, ProgressSource::split_records);
+  EXPECT_EQ(st.progress.record, ProgressRecordState::stale);
+  EXPECT_EQ(st.progress.term, 3u);
+  EXPECT_EQ(st.progress.done, 30u) << "counted, not the earlier leader's 5";
+  EXPECT_FALSE(st.progress.rate_per_s.has_value());
+
+  // Once the current leader writes it, it is used again.
+  auto cur = store.get(core::kProgressKey);
+  ASSERT_TRUE(store
+                  .update(core::kProgressKey, core::encode(core::ProgressRecord{4, 40, 30, 10, 2}),
+                          cur->revision)
+                  .ok);
+  st = admin.status();
+  EXPECT_EQ(st.progress.record, ProgressRecordState::ok);
+  EXPECT_EQ(st.progress.rate_per_s, std::optional<std::uint64_t>(2));
+}
+
+TEST(WeightProgress, eta_rounds_up_and_is_unknown_without_a_rate) {
+  WeightProgress p;
+  p.planned = 10;
+  p.remaining = 10;
+  EXPECT_FALSE(p.eta().has_value());
+  p.rate_per_s = 0;
+  EXPECT_FALSE(p.eta().has_value()) << "a stopped job has no ETA";
+  p.rate_per_s = 3;
+  EXPECT_EQ(p.eta(), std::optional<std::chrono::milliseconds>(3'334ms));
+  p.remaining = 0;
+  EXPECT_EQ(p.eta(), std::optional<std::chrono::milliseconds>(0ms));
+  p.remaining = std::numeric_limits<std::uint64_t>::max();
+  p.rate_per_s = 1;
+  EXPECT_EQ(p.eta()->count(), std::numeric_limits<std::int64_t>::max()) << "saturates";
+  EXPECT_DOUBLE_EQ(*p.fraction_done(), 0.0);
+  p.planned = 0;
+  EXPECT_FALSE(p.fraction_done().has_value());
+}
+
 TEST_F(AdminRecords, garbage_in_every_prefix_is_reported_and_the_rest_still_read) {
   plan(1);
   member("a", 4);
@@ -410,6 +536,11 @@ TEST_F(AdminRecords, state_names_round_trip) {
   EXPECT_EQ(parse_split_state("Runnable"), std::nullopt);
   EXPECT_EQ(finality_name(PlanFinality::open), "open");
   EXPECT_EQ(to_string(PlanVerdict::stalled), "stalled");
+  // The words etlc status --json carries for progress (docs/operations.md).
+  EXPECT_EQ(to_string(ProgressSource::leader_record), "job.progress");
+  EXPECT_EQ(to_string(ProgressSource::split_records), "split_records");
+  EXPECT_EQ(to_string(ProgressRecordState::stale), "stale");
+  EXPECT_EQ(to_string(ProgressRecordState::unreadable), "unreadable");
 }
 
 }  // namespace

@@ -99,6 +99,13 @@ class Cli : public ::testing::Test {
 
 TEST_F(Cli, status_describes_the_live_job_in_text_and_json) {
   start_job();
+  // The leader writes job.progress at most once a progress_interval (1 s): its first may
+  // predate the seeding of the plan.
+  ASSERT_TRUE(wait_for([&] {
+    auto st = look();
+    return st && st->progress.source == ProgressSource::leader_record &&
+           st->progress.planned == 120;
+  })) << dump_status();
   ProcessResult text = run({"status"});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("leader    " + live->leader()), std::string::npos) << text.out;
@@ -110,6 +117,13 @@ TEST_F(Cli, status_describes_the_live_job_in_text_and_json) {
     EXPECT_NE(text.out.find(std::string("\n") + id + " "), std::string::npos) << text.out;
   }
   EXPECT_EQ(text.out.find("moves in flight"), std::string::npos) << text.out;
+  // This job's lanes report no done: nothing done by weight, and no rate to make an ETA of.
+  EXPECT_NE(text.out.find("progress  0.0% done by weight: 0 of 120, 120 remaining (0 queued); "
+                          "rate "),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("ETA unknown (job.progress, term "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("REMAINING"), std::string::npos) << text.out;
 
   Json j = run_json({"status"});
   EXPECT_EQ(j["schema"], "etlc.status.v1");
@@ -126,12 +140,22 @@ TEST_F(Cli, status_describes_the_live_job_in_text_and_json) {
   EXPECT_EQ(j["plan"]["planned_splits"], 12);
   EXPECT_EQ(j["splits"]["total"], 12);
   EXPECT_EQ(j["splits"]["total_weight"], 120);
+  EXPECT_EQ(j["progress"]["source"], "job.progress");
+  EXPECT_EQ(j["progress"]["record"], "ok");
+  EXPECT_GE(j["progress"]["term"].get<std::uint64_t>(), 1u);
+  EXPECT_EQ(j["progress"]["planned"], 120);
+  EXPECT_EQ(j["progress"]["done"], 0);
+  EXPECT_EQ(j["progress"]["remaining"], 120);
+  EXPECT_DOUBLE_EQ(j["progress"]["percent_done"].get<double>(), 0.0);
+  EXPECT_TRUE(j["progress"]["eta_ms"].is_null()) << j["progress"];
+  EXPECT_EQ(j["unowned_remaining"], 0);
   ASSERT_EQ(j["members"].size(), 3u);
   std::uint64_t held = 0;
   for (const Json& m : j["members"]) {
     EXPECT_EQ(m["lane_budget"], 4);
     EXPECT_EQ(m["held"], m["assigned"]);
     EXPECT_EQ(m["weight_held"], 40);
+    EXPECT_EQ(m["weight_remaining"], 40);
     EXPECT_TRUE(m["unchanged_for_ms"].is_null());  // a single look cannot know
     EXPECT_EQ(m["lease_ms"], 1500);
     held += m["held"].get<std::uint64_t>();

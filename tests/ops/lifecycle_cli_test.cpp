@@ -366,5 +366,69 @@ TEST_F(Lifecycle, status_on_leaderless_departed_and_failed_jobs) {
   EXPECT_EQ(run_json({"status"})["plan"]["verdict"], "running");
 }
 
+// Progress by weight from hand-written records (no member runs, so nothing rewrites them): the
+// leader's job.progress with a rate gives an ETA; without it, or unreadable, status counts over
+// the split records and says the rate is unknown.
+TEST_F(Lifecycle, status_shows_progress_by_weight_its_eta_and_survives_an_unreadable_record) {
+  open_observer();
+  core::PlanRecord plan;
+  plan.fingerprint = "fp";
+  plan.term = 2;
+  plan.planned = true;
+  plan.split_count = 2;
+  ASSERT_TRUE(observer->create(core::kPlanKey, core::encode(plan)).ok);
+  core::SplitRecord owned;
+  owned.id = "s000";
+  owned.epoch = 1;
+  owned.owner = "gone";
+  owned.owner_nonce = "n";
+  owned.weight = 60;
+  owned.progress.done = 45;
+  ASSERT_TRUE(observer->create(core::split_key("s000"), core::encode(owned)).ok);
+  core::SplitRecord queued;
+  queued.id = "s001";
+  queued.weight = 40;
+  queued.progress.done = 10;
+  ASSERT_TRUE(observer->create(core::split_key("s001"), core::encode(queued)).ok);
+
+  std::string text = status_text();
+  EXPECT_NE(text.find("progress  55.0% done by weight: 55 of 100, 45 remaining (30 queued); rate "
+                      "unknown, ETA unknown (counted over the split records: job.progress "
+                      "absent)"),
+            std::string::npos)
+      << text;
+
+  ASSERT_TRUE(
+      observer->create(core::kProgressKey, core::encode(core::ProgressRecord{2, 100, 55, 45, 3}))
+          .ok);
+  text = status_text();
+  EXPECT_NE(text.find("progress  55.0% done by weight: 55 of 100, 45 remaining (30 queued); rate "
+                      "3/s, ETA 15s (job.progress, term 2)"),
+            std::string::npos)
+      << text;
+  Json st = run_json({"status"});
+  EXPECT_EQ(st["progress"]["eta_ms"], 15000);
+  EXPECT_EQ(st["progress"]["rate_per_s"], 3);
+  EXPECT_EQ(st["unowned_remaining"], 30);
+  ASSERT_EQ(st["members"].size(), 1u);
+  EXPECT_EQ(st["members"][0]["instance"], "gone");
+  EXPECT_EQ(st["members"][0]["weight_remaining"], 15);
+
+  auto e = observer->get(core::kProgressKey);
+  ASSERT_TRUE(observer->update(core::kProgressKey, "not json", e->revision).ok);
+  ProcessResult r = run({"status"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("(counted over the split records: job.progress unreadable)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  job.progress: "), std::string::npos) << "listed as unreadable\n" << r.out;
+  st = run_json({"status"});
+  EXPECT_EQ(st["progress"]["record"], "unreadable");
+  EXPECT_EQ(st["progress"]["source"], "split_records");
+  EXPECT_TRUE(st["progress"]["rate_per_s"].is_null());
+  EXPECT_EQ(st["progress"]["done"], 55);
+  EXPECT_EQ(st["garbage"][0]["key"], "job.progress");
+}
+
 }  // namespace
 }  // namespace etlc::testing

@@ -17,6 +17,20 @@ Json problems(const std::vector<RecordProblem>& garbage) {
   for (const auto& g : garbage) a.push_back(Json{{"key", g.key}, {"error", g.error}});
   return a;
 }
+Json progress_json(const WeightProgress& p) {
+  const auto eta = p.eta();
+  return Json{{"source", to_string(p.source)},
+              {"record", to_string(p.record)},
+              {"term", p.record == ProgressRecordState::ok || p.record == ProgressRecordState::stale
+                           ? Json(p.term)
+                           : Json(nullptr)},
+              {"planned", p.planned},
+              {"done", p.done},
+              {"remaining", p.remaining},
+              {"percent_done", p.fraction_done() ? Json(*p.fraction_done() * 100) : Json(nullptr)},
+              {"rate_per_s", or_null(p.rate_per_s)},
+              {"eta_ms", eta ? Json(eta->count()) : Json(nullptr)}};
+}
 }  // namespace
 
 nlohmann::ordered_json status_json(const std::string& job, const JobStatus& st) {
@@ -63,6 +77,8 @@ nlohmann::ordered_json status_json(const std::string& job, const JobStatus& st) 
   j["splits"] = Json{
       {"total", c.total},         {"runnable", c.runnable},       {"owned", c.owned},
       {"completed", c.completed}, {"quarantined", c.quarantined}, {"total_weight", c.total_weight}};
+  j["progress"] = progress_json(st.progress);
+  j["unowned_remaining"] = st.unowned_remaining;
   Json members = Json::array();
   for (const MemberStatus& m : st.members) {
     members.push_back(Json{
@@ -80,6 +96,7 @@ nlohmann::ordered_json status_json(const std::string& job, const JobStatus& st) 
         {"draining", m.draining},
         {"weight_held", m.weight_held},
         {"weight_share", m.weight_share},
+        {"weight_remaining", m.weight_remaining},
         {"renewals", m.renewals},
         {"lease_ms", m.lease.count()},
         {"session_age_estimate_ms", m.session_age_estimate.count()},

@@ -64,6 +64,36 @@ std::string member_state(const MemberStatus& m, const JobStatus& st) {
   return out;
 }
 
+std::string eta_text(const WeightProgress& p) {
+  const auto eta = p.eta();
+  return eta ? format_duration(*eta) : "unknown";
+}
+
+std::string percent_done(const WeightProgress& p) {
+  const auto f = p.fraction_done();
+  return f ? percent(*f) : "-";
+}
+
+// Where the figures come from: the leader's record, or a count over the split records (and why).
+std::string progress_source(const WeightProgress& p) {
+  if (p.source == ProgressSource::leader_record)
+    return fmt::format("job.progress, term {}", p.term);
+  if (p.record == ProgressRecordState::stale) {
+    return fmt::format(
+        "counted over the split records: job.progress stale, term {} is below the leader's",
+        p.term);
+  }
+  return fmt::format("counted over the split records: job.progress {}", to_string(p.record));
+}
+
+std::string progress_text(const WeightProgress& p, std::uint64_t unowned_remaining) {
+  if (p.planned == 0) return fmt::format("nothing planned yet ({})", progress_source(p));
+  return fmt::format("{} done by weight: {} of {}, {} remaining ({} queued); rate {}, ETA {} ({})",
+                     percent_done(p), p.done, p.planned, p.remaining, unowned_remaining,
+                     p.rate_per_s ? fmt::format("{}/s", *p.rate_per_s) : "unknown", eta_text(p),
+                     progress_source(p));
+}
+
 // What a job without a leader record means, from what else the records say.
 std::string leaderless_text(const JobStatus& st) {
   const bool sessions = std::any_of(st.members.begin(), st.members.end(),
@@ -143,11 +173,13 @@ std::string status_text(const std::string& job, const std::string& bucket, const
   out += fmt::format(
       "splits    {} records: {} runnable ({} owned), {} completed, {} quarantined; weight {}\n",
       c.total, c.runnable, c.owned, c.completed, c.quarantined, c.total_weight);
+  out += fmt::format("progress  {}\n", progress_text(st.progress, st.unowned_remaining));
   out += fmt::format("balance   {}\n", balance_text(st.balance));
 
   if (!st.members.empty()) {
-    Table t({"INSTANCE", "LANES", "HELD", "ASSIGNED", "WEIGHT", "SHARE", "SESSION", "STATE"},
-            {false, true, true, true, true, true, true, false});
+    Table t({"INSTANCE", "LANES", "HELD", "ASSIGNED", "WEIGHT", "SHARE", "REMAINING", "SESSION",
+             "STATE"},
+            {false, true, true, true, true, true, true, true, false});
     for (const MemberStatus& m : st.members) {
       std::string lanes = m.lane_budget == m.max_in_flight
                               ? std::to_string(m.lane_budget)
@@ -155,7 +187,7 @@ std::string status_text(const std::string& job, const std::string& bucket, const
       if (!m.has_session) lanes = "-";
       t.add({safe(m.instance), lanes, std::to_string(m.held),
              m.assigned ? std::to_string(*m.assigned) : "-", std::to_string(m.weight_held),
-             percent(m.weight_share),
+             percent(m.weight_share), std::to_string(m.weight_remaining),
              !m.has_session ? "-"
              : m.session_age_estimate.count() < 1000
                  ? "<1s"
@@ -195,11 +227,12 @@ std::string status_line(const JobStatus& st) {
   for (const auto& m : st.members) held += m.held;
   return fmt::format(
       "leader={} term={} verdict={} paused={} planned={} completed={} quarantined={} members={} "
-      "held={} moves={} balance={:.2f} garbage={}",
+      "held={} moves={} balance={:.2f} garbage={} done={} eta={}",
       st.leader ? safe(st.leader->instance) : "-", st.leader ? st.leader->term : 0,
       st.plan ? to_string(st.plan->verdict) : "-", st.paused ? "yes" : "no",
       st.plan ? st.plan->planned_splits : 0, st.splits.completed, st.splits.quarantined,
-      st.members.size(), held, st.moves_total, st.balance.max_over_mean, st.garbage_total);
+      st.members.size(), held, st.moves_total, st.balance.max_over_mean, st.garbage_total,
+      percent_done(st.progress), eta_text(st.progress));
 }
 
 std::string splits_text(const SplitListing& l) {
