@@ -36,6 +36,7 @@ void read_coordinator(EnvReader& r, CoordinatorConfig& c) {
   ms("ETLC_ASSIGNMENT_INTERVAL_MS", "assignment_interval", c.assignment_interval);
   ms("ETLC_STARTUP_WAIT_MS", "startup_wait", c.startup_wait);
   ms("ETLC_PROGRESS_INTERVAL_MS", "progress_interval", c.progress_interval);
+  ms("ETLC_REBALANCE_COOLDOWN_MS", "rebalance_cooldown", c.rebalance_cooldown);
   if (auto v = r.boolean("ETLC_BALANCE_ON_REMAINING_WORK", "balance_on_remaining_work")) {
     c.balance_on_remaining_work = *v;
   }

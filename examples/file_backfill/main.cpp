@@ -62,6 +62,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   r->add_option("--throttle-bytes-per-s", run.throttle_bytes_per_s,
                 "limit each member's read rate (0 = unlimited)");
+  r->add_option("--moves-log", run.moves_log,
+                "append 'job-fraction split-fraction split member' per split resumed from a "
+                "commit (moves and takeovers), for measuring the tail of a job");
   r->add_flag("--drain-on-stall", run.drain_on_stall,
               "a stalled job (quarantined splits) exits 0 with a warning instead of failing");
   r->add_option("--progress", run.progress, "auto | live | plain | none")

@@ -304,7 +304,9 @@ int run_job(const RunOptions& o, RunTotals* totals) {
       return s;
     };
     std::optional<std::size_t> victim;  // index in `current`
-    std::set<std::string> orphaned;     // splits the victim held when it crashed
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> moves_log(
+        o.moves_log.empty() ? nullptr : std::fopen(o.moves_log.c_str(), "a"), &std::fclose);
+    std::set<std::string> orphaned;  // splits the victim held when it crashed
     std::uint64_t taken_over = 0, reclaimed = 0;
     bool killed = false, restarted = false;
     double killed_at = 0, restarted_at = 0;
@@ -333,6 +335,12 @@ int run_job(const RunOptions& o, RunTotals* totals) {
       // Where did the crashed member's splits go? A peer resuming from the last commit (a
       // takeover), or the member itself after its restart (a fast reclaim: nothing moved).
       for (const LaneOpened& e : job.take_opened()) {
+        if (moves_log && e.resume > 0) {
+          std::fprintf(moves_log.get(), "%.4f %.4f %s %s\n", fraction,
+                       e.split_bytes == 0 ? 1.0 : double(e.resume) / double(e.split_bytes),
+                       e.split.c_str(), e.instance.c_str());
+          std::fflush(moves_log.get());
+        }
         if (orphaned.erase(e.split) == 0 || !show) continue;
         const int at = e.split_bytes == 0 ? 100 : static_cast<int>(e.resume * 100 / e.split_bytes);
         const bool self = victim && e.instance == current[*victim]->id;

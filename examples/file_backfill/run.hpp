@@ -26,6 +26,9 @@ struct RunOptions {
   double restart_at = -1;      // percent; < 0 = never
   std::int64_t commit_interval_ms = 1000;
   std::uint64_t throttle_bytes_per_s = 0;  // per member; 0 = unlimited
+  // Appends a line per split a lane resumed from a commit (a move, or a takeover): the job's
+  // fraction read, the split's, the split and the member (memory store; empty = none).
+  std::filesystem::path moves_log;
   bool drain_on_stall = false;
   std::string progress = "auto";  // auto | live | plain | none
   // Serve Prometheus /metrics and /healthz on 127.0.0.1:PORT (0 = a free port); < 0 = off.

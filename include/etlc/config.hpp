@@ -54,12 +54,17 @@ struct CoordinatorConfig {
   bool balance_on_remaining_work = true;
   std::uint32_t pin_remaining_ppm = 100'000;  // 0..10^6; 10 %: splits 90 % done stay put
 
+  // A split moved for balance is not moved for balance again within this (it still moves if its
+  // holder leaves or is cordoned): loads that shift with progress cannot make a split chase
+  // them from member to member. 0 = no cooldown. 0 .. 1 h.
+  std::chrono::milliseconds rebalance_cooldown{30'000};
+
   // Damping of balance moves: a split moves for balance only when that lowers the heavier
   // member's load by more than max(damping_weight, damping_ppm_of_mean / 10^6 x the mean load),
   // in the weight's units. Keeps a fleet whose loads shift with every commit from chasing each
   // shift. damping_ppm_of_mean 0..10^6.
   std::uint64_t damping_weight = 0;
-  std::uint32_t damping_ppm_of_mean = 20'000;  // 2 % of the mean load
+  std::uint32_t damping_ppm_of_mean = 0;  // off: see docs/performance.md ("The tail of a job")
 
   // How often, at most, progress alone (commits reporting `done`) makes the leader recompute
   // the assignment and publish the job's progress (job.progress: the weight planned, done and

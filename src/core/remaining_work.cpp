@@ -22,10 +22,11 @@ std::uint64_t remaining_weight(const SplitRecord& r) noexcept {
   return r.weight - done_weight(r);
 }
 
-bool nearly_done(const SplitRecord& r, std::uint32_t pin_ppm) noexcept {
+bool nearly_done(const SplitRecord& r, std::uint32_t pin_ppm, std::uint64_t last_step) noexcept {
   if (r.status != SplitStatus::runnable || !r.progress.done || r.weight == 0) return false;
   const WideWeight left = remaining_weight(r);
-  return left * 1'000'000 <= static_cast<WideWeight>(r.weight) * pin_ppm;
+  return left * 1'000'000 <= static_cast<WideWeight>(r.weight) * pin_ppm ||
+         left <= static_cast<WideWeight>(last_step) * 2;
 }
 
 void WeightTally::apply(const SplitRecord& r, bool add) noexcept {

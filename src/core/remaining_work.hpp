@@ -23,10 +23,13 @@ std::uint64_t done_weight(const SplitRecord& r) noexcept;
 // runnable). Equal to the planned weight when no commit reported done.
 std::uint64_t remaining_weight(const SplitRecord& r) noexcept;
 
-// A runnable split of positive weight that reported done and has at most pin_ppm / 10^6 of its
-// weight left: pass 3 does not move it (a move would drain it to move almost nothing). Exact for
-// every weight. pin_ppm 0 pins only splits with nothing left.
-bool nearly_done(const SplitRecord& r, std::uint32_t pin_ppm) noexcept;
+// A runnable split of positive weight that reported done and is nearly finished: pass 3 does not
+// move it (a move would drain it to move almost nothing). Nearly finished is at most pin_ppm /
+// 10^6 of its weight left, or at most twice `last_step` left, `last_step` being how much its
+// previous commit added to done: the leader sees a split up to one commit interval late, so a
+// split within two commits of its end would be drained for at most about one commit's work
+// (0 = unknown). Exact for every weight. pin_ppm 0 pins by the step only, or when nothing is left.
+bool nearly_done(const SplitRecord& r, std::uint32_t pin_ppm, std::uint64_t last_step = 0) noexcept;
 
 // A job's weight, planned, done and remaining, kept incrementally over every split record the
 // leader sees: add() a record when it appears, remove() its old version when it changes. Sums

@@ -37,6 +37,9 @@ void CoordinatorConfig::validate() const {
   if (damping_ppm_of_mean > 1'000'000) {
     fail(fmt::format("damping_ppm_of_mean must be in 0..1000000 (got {})", damping_ppm_of_mean));
   }
+  if (rebalance_cooldown < milliseconds(0) || rebalance_cooldown > std::chrono::hours(1)) {
+    fail("rebalance_cooldown must be in 0 ms .. 1 h");
+  }
   if (progress_interval < milliseconds(0) || progress_interval > std::chrono::hours(1)) {
     fail("progress_interval must be in 0 ms .. 1 h");
   }

@@ -89,7 +89,15 @@ bool LeaderViews::put_split(const std::string& id, core::SplitRecord rec, Revisi
   progress_changed_ |= core::remaining_weight(it->second.rec) != core::remaining_weight(rec);
   count(it->second.rec, false);
   count(rec, true);
-  it->second = SplitView{std::move(rec), rev};
+  const std::uint64_t before = it->second.rec.progress.done.value_or(0);
+  const std::uint64_t after = rec.progress.done.value_or(0);
+  std::uint64_t step = it->second.last_done_step;
+  if (rec.epoch != it->second.rec.epoch) {
+    step = 0;  // a new tenancy: its pace is not known yet
+  } else if (after > before) {
+    step = after - before;
+  }
+  it->second = SplitView{std::move(rec), rev, step};
   return changed;
 }
 

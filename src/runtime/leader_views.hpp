@@ -29,6 +29,9 @@ namespace etlc::runtime {
 struct SplitView {
   core::SplitRecord rec;
   Revision rev = 0;
+  // How much the latest commit of this tenancy added to progress.done (0: none seen yet), for
+  // pinning a split about to finish (core::nearly_done).
+  std::uint64_t last_done_step = 0;
 };
 
 class LeaderViews {

@@ -19,8 +19,10 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
+#include "core/assignment.hpp"
 #include "core/rebalance_delay.hpp"
 #include "core/records.hpp"
 #include "core/remaining_work.hpp"
@@ -110,6 +112,8 @@ class Leadership {
   // while nothing calls for it.
   std::optional<TimePoint> assignment_due() const;
   void publish_assignment(TimePoint now);
+  void note_balance_moves(const core::AssignmentInput& in, const core::Assignment& out,
+                          TimePoint now);
   void write_assignment(const std::string& member, std::vector<std::string> splits, bool& failed,
                         std::uint64_t& written);
   void warn_about_bounds(const std::string& id, const core::MemberRecord& rec);
@@ -137,6 +141,8 @@ class Leadership {
   std::uint64_t computed_over_ = 0;
   TimePoint last_assignment_at_{};
   std::map<std::string, std::vector<std::string>> published_;
+  // Splits moved from a live holder, and when: pinned for rebalance_cooldown (publish.cpp).
+  std::unordered_map<std::string, TimePoint> moved_at_;
   std::optional<SeedJob> seeding_;
   bool planning_ = false;
   bool planning_repair_ = false;        // the plan running now is a repair re-plan

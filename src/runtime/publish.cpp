@@ -47,7 +47,8 @@ using MemberIndex = std::unordered_map<std::string, std::int32_t>;
 
 // The runnable splits as desired_assignment sees them.
 void add_splits(const LeaderViews& lv, const FleetViews& views, const MemberIndex& index,
-                const core::RebalanceDelay& delay, const CoordinatorConfig& config, TimePoint now,
+                const core::RebalanceDelay& delay, const CoordinatorConfig& config,
+                const std::unordered_map<std::string, TimePoint>& cooling, TimePoint now,
                 core::AssignmentInput& in) {
   // previous assignee per split, from the published records (any term)
   std::unordered_map<std::string, std::int32_t> previous;
@@ -68,8 +69,9 @@ void add_splits(const LeaderViews& lv, const FleetViews& views, const MemberInde
     s.id = id;
     // Balanced on what remains (docs/work-assignment.md): a nearly done split stays put.
     s.weight = config.balance_on_remaining_work ? core::remaining_weight(v.rec) : v.rec.weight;
-    s.pinned =
-        config.balance_on_remaining_work && core::nearly_done(v.rec, config.pin_remaining_ppm);
+    s.pinned = (config.balance_on_remaining_work &&
+                core::nearly_done(v.rec, config.pin_remaining_ppm, v.last_done_step)) ||
+               cooling.count(id) > 0;
     if (auto it = previous.find(id); it != previous.end()) s.previous = it->second;
     std::optional<std::string> lease_owner;
     if (auto it = views.leases().find(id); it != views.leases().end()) {
@@ -120,12 +122,18 @@ std::optional<TimePoint> Leadership::assignment_due() const {
       (added > 0 && (!lanes_full_ || added >= std::max<std::uint64_t>(computed_over_, 1)))) {
     return last_assignment_at_ + ctx_.config.assignment_interval;
   }
+  std::optional<TimePoint> due;
   // Remaining work moved by commits alone: recompute at most once per progress_interval.
   if (leader_views_.progress_changed() && ctx_.config.balance_on_remaining_work) {
-    return last_assignment_at_ +
-           std::max(ctx_.config.progress_interval, ctx_.config.assignment_interval);
+    due = last_assignment_at_ +
+          std::max(ctx_.config.progress_interval, ctx_.config.assignment_interval);
   }
-  return std::nullopt;
+  // A split's rebalance cooldown ends: it may move for balance again.
+  for (const auto& [id, at] : moved_at_) {
+    const TimePoint ends = at + ctx_.config.rebalance_cooldown;
+    if (!due || ends < *due) due = ends;
+  }
+  return due;
 }
 
 void Leadership::publish_assignment(TimePoint now) {
@@ -148,8 +156,10 @@ void Leadership::publish_assignment(TimePoint now) {
     in.members.push_back(core::AssignMember{
         id, core::lane_budget(v.rec, ctx_.fingerprint, leader_views_.cordons().count(id) > 0)});
   }
-  if (!views_.paused()) add_splits(leader_views_, views_, index, delay_, ctx_.config, now, in);
+  if (!views_.paused())
+    add_splits(leader_views_, views_, index, delay_, ctx_.config, moved_at_, now, in);
   const core::Assignment out = core::desired_assignment(in);
+  note_balance_moves(in, out, now);
   if (out.stats.backstop_bound) {
     log().warn("etlc: {}: assignment improve pass hit its backstop ({} moves)", ctx_.instance,
                out.stats.max_improving_moves);
@@ -178,6 +188,26 @@ void Leadership::publish_assignment(TimePoint now) {
         "{} changed",
         ctx_.instance, written, term_, out.stats.assigned, out.stats.queued, out.stats.reserved,
         out.stats.changed());
+  }
+}
+
+// Splits this computation took from a live holder are not moved for balance again within
+// rebalance_cooldown (they are pinned in add_splits while in moved_at_).
+void Leadership::note_balance_moves(const core::AssignmentInput& in, const core::Assignment& out,
+                                    TimePoint now) {
+  std::erase_if(moved_at_,
+                [&](const auto& e) { return now - e.second >= ctx_.config.rebalance_cooldown; });
+  if (ctx_.config.rebalance_cooldown.count() == 0 || out.stats.drains() == 0) return;
+  for (std::size_t m = 0; m < out.by_member.size(); ++m) {
+    for (std::uint32_t si : out.by_member[m]) {
+      const core::AssignSplit& s = in.splits[si];
+      const std::int32_t holder = s.previous != core::kNoMember      ? s.previous
+                                  : s.lease_owner != core::kNoMember ? s.lease_owner
+                                                                     : s.record_owner;
+      if (holder != core::kNoMember && holder != static_cast<std::int32_t>(m)) {
+        moved_at_[s.id] = now;
+      }
+    }
   }
 }
 

@@ -160,3 +160,40 @@ TEST(RemainingWork, garbage_in_job_progress_is_overwritten) {
 
 }  // namespace
 }  // namespace etlc::testing
+
+namespace etlc::testing {
+namespace {
+
+// a holds six splits; b joins and takes three (moved: cooling); c joins at once. c may take only
+// from a while b's splits cool down, and gets its full share when the cooldown ends.
+TEST(RemainingWork, a_moved_split_is_not_moved_again_within_the_cooldown) {
+  Fleet fleet(std::make_shared<TestPlanner>(make_splits(6, 100)));
+  auto cooldown = [](CoordinatorConfig& c) { c.rebalance_cooldown = 30'000ms; };
+  Node& a = fleet.add("a", cooldown);
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && a.held().size() == 6; }));
+  Node& b = fleet.add("b", cooldown);
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && b.held().size() == 3; }));
+  const std::set<std::string> cooling = b.held();
+  Node& c = fleet.add("c", cooldown);
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && c.held().size() == 1; }));
+  fleet.run_for(5s);
+  EXPECT_EQ(c.held().size(), 1u);
+  EXPECT_EQ(b.held(), cooling);
+  ASSERT_TRUE(fleet.run_until([&] { return c.held().size() == 2; }, 40s));
+  EXPECT_EQ(b.held().size(), 2u);
+}
+
+// A cooling split still moves when its holder is cordoned (passes 1 and 2 are not held back).
+TEST(RemainingWork, a_cooling_split_leaves_a_cordoned_holder) {
+  Fleet fleet(std::make_shared<TestPlanner>(make_splits(4, 100)));
+  Node& a = fleet.add("a");
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && a.held().size() == 4; }));
+  Node& b = fleet.add("b");
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && b.held().size() == 2; }));
+  ASSERT_TRUE(
+      fleet.mem->create(core::cordon_key("b"), core::encode(core::CordonRecord{"b", "test"})).ok);
+  ASSERT_TRUE(fleet.run_until([&] { return b.held().empty() && a.held().size() == 4; }, 20s));
+}
+
+}  // namespace
+}  // namespace etlc::testing

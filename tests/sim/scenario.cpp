@@ -211,6 +211,8 @@ ShapeOverrides parse_overrides(std::string_view text, FaultRates& r) {
       r.damping_ppm = static_cast<std::int64_t>(std::min(1e6, parse_double(name, value)));
     } else if (name == "pin_ppm") {
       r.pin_ppm = static_cast<std::int64_t>(std::min(1e6, parse_double(name, value)));
+    } else if (name == "cooldown_ms") {
+      r.cooldown_ms = static_cast<std::int64_t>(std::min(3.6e6, parse_double(name, value)));
     } else if (name == "members") {
       shape.members = std::clamp(static_cast<int>(parse_double(name, value)), 1, 12);
     } else if (name == "splits") {
@@ -223,7 +225,7 @@ ShapeOverrides parse_overrides(std::string_view text, FaultRates& r) {
           "--faults: unknown name '{}' (crash, restart_same_id, pause, leader_crash, partition, "
           "watch_drop, watch_delay, stale, operator, op_fail, op_unknown, planner_fail, skew_ppm, "
           "grow, poison, unsafe, sink_fail, sink_unknown, unsafe_sink, unsafe_lapse, report_done, "
-          "remaining_work, damping_ppm, pin_ppm, members, splits, fault_s)",
+          "remaining_work, damping_ppm, pin_ppm, cooldown_ms, members, splits, fault_s)",
           name));
     }
   }

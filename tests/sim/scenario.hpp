@@ -46,6 +46,7 @@ struct FaultRates {
   bool remaining_work = true;
   std::int64_t damping_ppm = -1;
   std::int64_t pin_ppm = -1;
+  std::int64_t cooldown_ms = -1;  // rebalance_cooldown
   bool tail = false;  // a skewed job on members of uneven speed, run to completion (`tail`)
 };
 

@@ -292,6 +292,9 @@ Incarnation& World::spawn(std::size_t slot, const std::string& instance, Virtual
   c.balance_on_remaining_work = p_.faults.remaining_work;
   if (p_.faults.damping_ppm >= 0)
     c.damping_ppm_of_mean = static_cast<std::uint32_t>(p_.faults.damping_ppm);
+  if (p_.faults.cooldown_ms >= 0) {
+    c.rebalance_cooldown = std::chrono::milliseconds(p_.faults.cooldown_ms);
+  }
   if (p_.faults.pin_ppm >= 0) c.pin_remaining_ppm = static_cast<std::uint32_t>(p_.faults.pin_ppm);
   c.validate();
 

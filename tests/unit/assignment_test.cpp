@@ -388,6 +388,30 @@ TEST(Assignment, damping_leaves_a_small_imbalance_alone) {
   EXPECT_EQ(tail(10, 0, false).first, 0u);
 }
 
+// Why the runtime leaves damping off by default (docs/performance.md, "The tail of a job"): a
+// split must outweigh the threshold to move, so a share of the mean stops every move once members
+// hold enough similar splits. Ten members of 1,000 unit splits each, ten newcomers: at 2 % of the
+// mean (500) the threshold is 10 and nothing moves; undamped, the newcomers get half.
+TEST(Assignment, damping_as_a_share_of_the_mean_stops_small_moves) {
+  auto newcomers_get = [](std::uint32_t ppm) {
+    Fleet f;
+    for (int m = 0; m < 20; ++m) f.member("m" + std::to_string(m), 1024);
+    for (int m = 0; m < 10; ++m) {
+      for (int i = 0; i < 1000; ++i) {
+        f.split("s" + std::to_string(m) + "." + std::to_string(i), 1, "m" + std::to_string(m));
+      }
+    }
+    f.input().damping_ppm_of_mean = ppm;
+    const Assignment out = f.run();
+    f.expect_sound();
+    std::uint64_t got = 0;
+    for (std::size_t m = 10; m < 20; ++m) got += out.by_member[m].size();
+    return std::make_pair(got, out.stats.damping_threshold);
+  };
+  EXPECT_EQ(newcomers_get(0), std::make_pair(std::uint64_t{5000}, std::uint64_t{0}));
+  EXPECT_EQ(newcomers_get(20'000), std::make_pair(std::uint64_t{0}, std::uint64_t{10}));
+}
+
 TEST(Assignment, a_pinned_split_stays_while_its_holder_has_a_lane) {
   Fleet f;
   f.member("a", 10).member("b", 10);

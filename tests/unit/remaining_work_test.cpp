@@ -104,3 +104,17 @@ TEST(RateWindow, keeps_a_bounded_number_of_samples) {
 
 }  // namespace
 }  // namespace etlc::core
+
+namespace etlc::core {
+namespace {
+
+TEST(RemainingWork, a_split_within_two_commits_of_its_end_is_nearly_done) {
+  EXPECT_TRUE(nearly_done(split(1000, 800), 0, 100));             // 200 left, 100 per commit
+  EXPECT_FALSE(nearly_done(split(1000, 799), 0, 100));            // 201 left
+  EXPECT_FALSE(nearly_done(split(1000, 800), 0, 0));              // pace unknown
+  EXPECT_FALSE(nearly_done(split(1000, std::nullopt), 0, 1000));  // never reported done
+  EXPECT_TRUE(nearly_done(split(kMax, 0), 0, kMax));              // no overflow in 2 x step
+}
+
+}  // namespace
+}  // namespace etlc::core
