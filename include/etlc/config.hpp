@@ -69,7 +69,7 @@ struct CoordinatorConfig {
   // How often, at most, progress alone (commits reporting `done`) makes the leader recompute
   // the assignment and publish the job's progress (job.progress: the weight planned, done and
   // remaining, and the recent rate, that `etlc status` shows). Membership and status changes
-  // still recompute within assignment_interval. 0 .. 1 h; below assignment_interval it acts as
+  // still recompute within assignment_interval. 10 ms .. 1 h; below assignment_interval it acts as
   // assignment_interval.
   std::chrono::milliseconds progress_interval{1'000};
 

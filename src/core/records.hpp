@@ -13,13 +13,14 @@
 //   spec    {"v":1,"id":id,"descriptor":b64,"weight":u64}
 //   split   {"v":1,"id":id,"epoch":u64,"status":"runnable"|"completed"|"quarantined",
 //            "owner"?:id,"owner_nonce"?:s,"attempts":u32,"weight":u64,
-//            "progress":{"watermark":u64,"state":b64},"last_error"?:s}
+//            "progress":{"watermark":u64,"state":b64,"done"?:u64},"last_error"?:s}
 //   lease   {"v":1,"split":id,"owner":id,"nonce":s,"epoch":u64}
 //   member  {"v":1,"instance":id,"nonce":s,"fingerprint":s,"max_in_flight":u32,"counter":u64,
 //            "lease_ms":u64}
 //   assign  {"v":1,"instance":id,"term":u64,"splits":[id,...]}   (strictly increasing bytewise)
 //   cordon  {"v":1,"instance":id,"reason":s}
 //   pause   {"v":1,"reason":s,"by":s,"since_ms":u64}
+//   progress {"v":1,"term":u64,"planned":u64,"done":u64,"remaining":u64,"rate_per_s"?:u64}
 // where id is a string that passes validate_id (keys.hpp), s any UTF-8 string, u64/u32 a
 // non-negative JSON integer in range (no fraction, exponent or sign), b64 canonical padded
 // standard base64 (core/base64.hpp) of at most kMaxDescriptorBytes / kMaxProgressStateBytes.
@@ -94,10 +95,10 @@ struct StandbyRecord {
 // operators (`etlc status`) only: no member reads it, so it is written blindly by the leader at
 // most once per progress_interval while it changes, and losing it loses nothing.
 struct ProgressRecord {
-  std::uint64_t term = 0;       // the leader that wrote it
-  std::uint64_t planned = 0;    // weight of every split record
-  std::uint64_t done = 0;       // weight completed, plus what runnable splits report done
-  std::uint64_t remaining = 0;  // weight of runnable splits not yet done
+  std::uint64_t term = 0;                   // the leader that wrote it
+  std::uint64_t planned = 0;                // weight of every split record
+  std::uint64_t done = 0;                   // weight completed, plus what other splits report done
+  std::uint64_t remaining = 0;              // weight of runnable splits not yet done
   std::optional<std::uint64_t> rate_per_s;  // done weight per second, recently; unknown at first
   friend bool operator==(const ProgressRecord&, const ProgressRecord&) = default;
 };

@@ -33,8 +33,8 @@ bool nearly_done(const SplitRecord& r, std::uint32_t pin_ppm, std::uint64_t last
 
 // A job's weight, planned, done and remaining, kept incrementally over every split record the
 // leader sees: add() a record when it appears, remove() its old version when it changes. Sums
-// are exact (128-bit) and read saturated at 2^64-1. Weight neither done nor remaining belongs to
-// quarantined splits.
+// are exact (128-bit) and read saturated at 2^64-1. Done counts what a quarantined split
+// reported; the weight neither done nor remaining is the rest of the quarantined splits.
 struct JobWeights {
   std::uint64_t planned = 0;
   std::uint64_t done = 0;

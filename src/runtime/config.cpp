@@ -40,8 +40,8 @@ void CoordinatorConfig::validate() const {
   if (rebalance_cooldown < milliseconds(0) || rebalance_cooldown > std::chrono::hours(1)) {
     fail("rebalance_cooldown must be in 0 ms .. 1 h");
   }
-  if (progress_interval < milliseconds(0) || progress_interval > std::chrono::hours(1)) {
-    fail("progress_interval must be in 0 ms .. 1 h");
+  if (progress_interval < milliseconds(10) || progress_interval > std::chrono::hours(1)) {
+    fail("progress_interval must be in 10 ms .. 1 h");
   }
   if (bulk_ops_per_step < 2 || bulk_ops_per_step > 100000) {
     fail("bulk_ops_per_step must be in 2..100000");

@@ -92,8 +92,8 @@ bool LeaderViews::put_split(const std::string& id, core::SplitRecord rec, Revisi
   const std::uint64_t before = it->second.rec.progress.done.value_or(0);
   const std::uint64_t after = rec.progress.done.value_or(0);
   std::uint64_t step = it->second.last_done_step;
-  if (rec.epoch != it->second.rec.epoch) {
-    step = 0;  // a new tenancy: its pace is not known yet
+  if (rec.epoch != it->second.rec.epoch || !it->second.rec.progress.done) {
+    step = 0;  // a new tenancy, or the first done reported: its pace is not known yet
   } else if (after > before) {
     step = after - before;
   }

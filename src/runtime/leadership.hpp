@@ -113,13 +113,16 @@ class Leadership {
   std::optional<TimePoint> assignment_due() const;
   void publish_assignment(TimePoint now);
   void note_balance_moves(const core::AssignmentInput& in, const core::Assignment& out,
-                          TimePoint now);
+                          std::size_t m, TimePoint now);
   void write_assignment(const std::string& member, std::vector<std::string> splits, bool& failed,
                         std::uint64_t& written);
   void warn_about_bounds(const std::string& id, const core::MemberRecord& rec);
   void cleanup_departed(TimePoint now);
   // job_progress.cpp
-  TimePoint progress_due() const { return last_progress_at_ + ctx_.config.progress_interval; }
+  TimePoint progress_due() const {
+    return last_progress_at_ +
+           std::max(ctx_.config.progress_interval, ctx_.config.assignment_interval);
+  }
   void publish_progress(TimePoint now);
   void note_departure(const std::string& instance, TimePoint now);
   void note_arrival(const std::string& instance);

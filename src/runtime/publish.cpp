@@ -18,11 +18,12 @@
 // therefore costs one computation per slice only while lanes are free (as before: lanes fill as
 // fast), then none per slice; the split set doubling since the last computation still forces one
 // (bounded staleness of the queue statistics: O(log n) computations of geometrically growing
-// size, O(n) in all), and the end of seeding forces one over the whole plan. Decisions depend on
-// counts only, never on the wall clock. Commits that move only a split's remaining work (the
-// weight balanced on, progress.done) recompute at most once per progress_interval: a busy job
-// costs the leader one computation per interval, not one per commit, and publishes only the
-// records that changed.
+// size, O(n) in all), and the end of seeding forces one over the whole plan. These decisions
+// depend on counts only, never on the clock. Two that follow do use the leader's clock: commits
+// that move only a split's remaining work (the weight balanced on, progress.done) recompute at
+// most once per progress_interval (a busy job costs the leader one computation per interval, not
+// one per commit, publishing only the records that changed), and a split moved for balance is
+// pinned for rebalance_cooldown, with a recomputation when that ends.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -156,10 +157,12 @@ void Leadership::publish_assignment(TimePoint now) {
     in.members.push_back(core::AssignMember{
         id, core::lane_budget(v.rec, ctx_.fingerprint, leader_views_.cordons().count(id) > 0)});
   }
-  if (!views_.paused())
+  std::erase_if(moved_at_,  // cooldowns that ended: those splits may move for balance again
+                [&](const auto& e) { return now - e.second >= ctx_.config.rebalance_cooldown; });
+  if (!views_.paused()) {
     add_splits(leader_views_, views_, index, delay_, ctx_.config, moved_at_, now, in);
+  }
   const core::Assignment out = core::desired_assignment(in);
-  note_balance_moves(in, out, now);
   if (out.stats.backstop_bound) {
     log().warn("etlc: {}: assignment improve pass hit its backstop ({} moves)", ctx_.instance,
                out.stats.max_improving_moves);
@@ -173,7 +176,9 @@ void Leadership::publish_assignment(TimePoint now) {
     std::vector<std::string> splits;
     splits.reserve(out.by_member[m].size());
     for (std::uint32_t si : out.by_member[m]) splits.push_back(in.splits[si].id);
+    const bool failed_before = failed;
     write_assignment(in.members[m].id, std::move(splits), failed, written);
+    if (failed == failed_before && out.stats.drains() > 0) note_balance_moves(in, out, m, now);
   }
   assignment_dirty_ = failed;
   lanes_full_ = out.stats.queued > 0;
@@ -191,23 +196,18 @@ void Leadership::publish_assignment(TimePoint now) {
   }
 }
 
-// Splits this computation took from a live holder are not moved for balance again within
-// rebalance_cooldown (they are pinned in add_splits while in moved_at_).
+// The splits this computation took from a live holder and gave to member m (whose record was
+// just written) are not moved for balance again within rebalance_cooldown: add_splits pins them
+// while they are in moved_at_.
 void Leadership::note_balance_moves(const core::AssignmentInput& in, const core::Assignment& out,
-                                    TimePoint now) {
-  std::erase_if(moved_at_,
-                [&](const auto& e) { return now - e.second >= ctx_.config.rebalance_cooldown; });
-  if (ctx_.config.rebalance_cooldown.count() == 0 || out.stats.drains() == 0) return;
-  for (std::size_t m = 0; m < out.by_member.size(); ++m) {
-    for (std::uint32_t si : out.by_member[m]) {
-      const core::AssignSplit& s = in.splits[si];
-      const std::int32_t holder = s.previous != core::kNoMember      ? s.previous
-                                  : s.lease_owner != core::kNoMember ? s.lease_owner
-                                                                     : s.record_owner;
-      if (holder != core::kNoMember && holder != static_cast<std::int32_t>(m)) {
-        moved_at_[s.id] = now;
-      }
-    }
+                                    std::size_t m, TimePoint now) {
+  if (ctx_.config.rebalance_cooldown.count() == 0) return;
+  for (std::uint32_t si : out.by_member[m]) {
+    const core::AssignSplit& s = in.splits[si];
+    const std::int32_t holder = s.previous != core::kNoMember      ? s.previous
+                                : s.lease_owner != core::kNoMember ? s.lease_owner
+                                                                   : s.record_owner;
+    if (holder != core::kNoMember && holder != static_cast<std::int32_t>(m)) moved_at_[s.id] = now;
   }
 }
 
