@@ -143,6 +143,7 @@ class Leadership {
   bool lanes_full_ = false;
   std::uint64_t computed_over_ = 0;
   TimePoint last_assignment_at_{};
+  Duration last_assignment_took_{};  // how long the last computation took (publish.cpp)
   std::map<std::string, std::vector<std::string>> published_;
   // Splits moved from a live holder, and when: pinned for rebalance_cooldown (publish.cpp).
   std::unordered_map<std::string, TimePoint> moved_at_;

@@ -46,6 +46,9 @@ namespace {
 
 using MemberIndex = std::unordered_map<std::string, std::int32_t>;
 
+// Progress-only recomputations wait at least this many times the last computation's duration.
+constexpr int kProgressCostFactor = 10;
+
 // The runnable splits as desired_assignment sees them.
 void add_splits(const LeaderViews& lv, const FleetViews& views, const MemberIndex& index,
                 const core::RebalanceDelay& delay, const CoordinatorConfig& config,
@@ -124,10 +127,14 @@ std::optional<TimePoint> Leadership::assignment_due() const {
     return last_assignment_at_ + ctx_.config.assignment_interval;
   }
   std::optional<TimePoint> due;
-  // Remaining work moved by commits alone: recompute at most once per progress_interval.
+  // Remaining work moved by commits alone: recompute at most once per progress_interval, and
+  // never more than a tenth of the leader's time (a computation over 10^5 splits takes about
+  // 0.25 s: then once per 2.5 s).
   if (leader_views_.progress_changed() && ctx_.config.balance_on_remaining_work) {
-    due = last_assignment_at_ +
-          std::max(ctx_.config.progress_interval, ctx_.config.assignment_interval);
+    const Duration interval = std::max({Duration(ctx_.config.progress_interval),
+                                        Duration(ctx_.config.assignment_interval),
+                                        kProgressCostFactor * last_assignment_took_});
+    due = last_assignment_at_ + interval;
   }
   // A split's rebalance cooldown ends: it may move for balance again.
   for (const auto& [id, at] : moved_at_) {
@@ -184,7 +191,8 @@ void Leadership::publish_assignment(TimePoint now) {
   lanes_full_ = out.stats.queued > 0;
   computed_over_ = in.splits.size();
   last_assignment_at_ = now;
-  const double seconds = std::chrono::duration<double>(ctx_.clock.now() - started).count();
+  last_assignment_took_ = ctx_.clock.now() - started;
+  const double seconds = std::chrono::duration<double>(last_assignment_took_).count();
   ctx_.metrics.assignment_computed(seconds, out.stats.changed(), written);
   ctx_.metrics.set_live_workers(in.members.size());
   if (written > 0) {
