@@ -24,8 +24,8 @@ void commit_done(Node& n, const std::set<std::string>& splits, std::uint64_t don
 }
 
 std::uint64_t computations(Fleet& fleet, const std::string& instance) {
-  const auto* h = fleet.metrics->snapshot().histogram("etl_coordination_assignment_seconds",
-                                                      {{"instance", instance}});
+  const MetricsSnapshot snap = fleet.metrics->snapshot();  // h points into it
+  const auto* h = snap.histogram("etl_coordination_assignment_seconds", {{"instance", instance}});
   return h == nullptr ? 0 : h->count;
 }
 
