@@ -41,6 +41,9 @@ void read_coordinator(EnvReader& r, CoordinatorConfig& c) {
     c.balance_on_remaining_work = *v;
   }
   if (auto v = r.u32("ETLC_PIN_REMAINING_PPM", "pin_remaining_ppm")) c.pin_remaining_ppm = *v;
+  if (auto v = r.boolean("ETLC_BALANCE_BY_PACE", "balance_by_pace")) c.balance_by_pace = *v;
+  if (auto v = r.u32("ETLC_PACE_GAIN_PPM", "pace_gain_ppm")) c.pace_gain_ppm = *v;
+  if (auto v = r.u64("ETLC_DAMPING_WEIGHT", "damping_weight")) c.damping_weight = *v;
   if (auto v = r.u32("ETLC_DAMPING_PPM_OF_MEAN", "damping_ppm_of_mean")) {
     c.damping_ppm_of_mean = *v;
   }

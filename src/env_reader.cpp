@@ -72,14 +72,23 @@ std::optional<std::int64_t> EnvReader::int64(std::string_view var, std::string_v
   return out;
 }
 
-std::optional<std::uint32_t> EnvReader::u32(std::string_view var, std::string_view field) {
+std::optional<std::uint64_t> EnvReader::u64(std::string_view var, std::string_view field) {
   std::optional<std::string> v = text(var, field);
   if (!v) return std::nullopt;
   std::uint64_t out = 0;
   auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
+  if (ec == std::errc::result_out_of_range) bad(var, *v, "out of range");
   if (ec != std::errc() || end != v->data() + v->size()) bad(var, *v, "not a decimal integer");
-  if (out > std::numeric_limits<std::uint32_t>::max()) bad(var, *v, "out of range");
-  return static_cast<std::uint32_t>(out);
+  return out;
+}
+
+std::optional<std::uint32_t> EnvReader::u32(std::string_view var, std::string_view field) {
+  std::optional<std::uint64_t> out = u64(var, field);
+  if (!out) return std::nullopt;
+  if (*out > std::numeric_limits<std::uint32_t>::max()) {
+    bad(var, std::to_string(*out), "out of range");
+  }
+  return static_cast<std::uint32_t>(*out);
 }
 
 std::optional<bool> EnvReader::boolean(std::string_view var, std::string_view field) {

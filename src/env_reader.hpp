@@ -30,6 +30,7 @@ class EnvReader {
   // Decimal integers (an optional '-' for int64). ConfigError naming `var` otherwise.
   std::optional<std::int64_t> int64(std::string_view var, std::string_view field);
   std::optional<std::uint32_t> u32(std::string_view var, std::string_view field);
+  std::optional<std::uint64_t> u64(std::string_view var, std::string_view field);
   std::optional<bool> boolean(std::string_view var, std::string_view field);
 
   // Remembers that `source` (a variable, or "the host name") set `field` without reading it.

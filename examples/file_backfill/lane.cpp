@@ -164,7 +164,8 @@ class FileLane final : public etlc::Lane {
         split_(decode_descriptor(ctx.spec.id, ctx.spec.descriptor)),
         epoch_(ctx.epoch),
         stop_(ctx.stop),
-        watermark_(ctx.resume.watermark) {
+        watermark_(ctx.resume.watermark),
+        lane_pacer_(settings.lane_bytes_per_s) {
     decode_counts(ctx.resume.state, rows_, malformed_);
     std::uint64_t at = 0;
     for (const InputFile& f : split_.files) {
@@ -211,6 +212,7 @@ class FileLane final : public etlc::Lane {
     if (settings_.progress != nullptr) settings_.progress->advance(split_.id, watermark_);
     if (out_.size() >= settings_.flush_bytes) write_out();
     if (settings_.pacer != nullptr) settings_.pacer->pace(consumed, stop_);
+    lane_pacer_.pace(consumed, stop_);
     return file_ < split_.files.size() ? etlc::StepResult::more() : etlc::StepResult::end();
   }
 
@@ -280,6 +282,7 @@ class FileLane final : public etlc::Lane {
   std::vector<std::uint64_t> starts_;       // split position of each file's first byte (+ the end)
   std::size_t file_ = 0;                    // the file being read
   std::uint64_t watermark_;                 // split position of the next record to read
+  Pacer lane_pacer_;                        // this lane's own limit (--throttle-per lane)
   std::uint64_t rows_ = 0, malformed_ = 0;  // counted up to watermark_
   std::unique_ptr<MappedFile> map_;
   std::optional<CsvFile> csv_;

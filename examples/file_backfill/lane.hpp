@@ -58,7 +58,7 @@ class JobProgress {
   std::vector<LaneOpened> opened_;
 };
 
-// Limits a member's read rate (0 = unlimited). Thread-safe.
+// Limits a read rate, a member's or a lane's (0 = unlimited). Thread-safe.
 class Pacer {
  public:
   explicit Pacer(std::uint64_t bytes_per_s) : rate_(bytes_per_s) {}
@@ -78,8 +78,9 @@ struct LaneSettings {
   std::size_t step_bytes = 1 << 20;   // input read per step
   std::size_t flush_bytes = 1 << 20;  // output buffered before a write()
   MemberCounters* counters = nullptr;
-  JobProgress* progress = nullptr;  // may be null
-  Pacer* pacer = nullptr;           // may be null
+  JobProgress* progress = nullptr;     // may be null
+  Pacer* pacer = nullptr;              // the member's, shared by its lanes; may be null
+  std::uint64_t lane_bytes_per_s = 0;  // each lane's own limit (0 = none)
 };
 
 class FileSource final : public etlc::SplitSource {

@@ -61,7 +61,12 @@ int main(int argc, char** argv) {
   r->add_option("--commit-interval-ms", run.commit_interval_ms, "progress commit interval")
       ->capture_default_str();
   r->add_option("--throttle-bytes-per-s", run.throttle_bytes_per_s,
-                "limit each member's read rate (0 = unlimited)");
+                "limit each member's read rate, or each lane's (--throttle-per; 0 = unlimited)");
+  r->add_option("--throttle-per", run.throttle_per,
+                "member: a member's lanes share the limit (a member-wide resource); lane: each "
+                "lane has its own (a per-reader limit of the source)")
+      ->check(CLI::IsMember({"member", "lane"}))
+      ->capture_default_str();
   r->add_option("--moves-log", run.moves_log,
                 "append 'job-fraction split-fraction split member' per split resumed from a "
                 "commit (moves and takeovers), for measuring the tail of a job");

@@ -239,7 +239,8 @@ int run_job(const RunOptions& o, RunTotals* totals) {
       return nats ? prefix : prefix + "-" + std::to_string(i);
     };
     auto start = [&](const std::string& id) {
-      auto life = std::make_unique<Incarnation>(id, o.throttle_bytes_per_s);
+      const bool per_lane = o.throttle_per == "lane";
+      auto life = std::make_unique<Incarnation>(id, per_lane ? 0 : o.throttle_bytes_per_s);
       LaneSettings ls;
       ls.input_dir = listing.dir;
       ls.output_dir = o.output;
@@ -249,7 +250,8 @@ int run_job(const RunOptions& o, RunTotals* totals) {
           std::clamp<std::uint64_t>(o.split_bytes / 32, 16u << 10, 1u << 20));
       ls.counters = &life->counters;
       ls.progress = &job;
-      ls.pacer = o.throttle_bytes_per_s > 0 ? &life->pacer : nullptr;
+      ls.pacer = o.throttle_bytes_per_s > 0 && !per_lane ? &life->pacer : nullptr;
+      ls.lane_bytes_per_s = per_lane ? o.throttle_bytes_per_s : 0;
       etlc::CoordinatorConfig c;
       c.instance_id = id;
       c.max_in_flight = o.max_in_flight;

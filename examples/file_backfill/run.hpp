@@ -25,7 +25,8 @@ struct RunOptions {
   double kill_member_at = -1;  // percent; < 0 = never
   double restart_at = -1;      // percent; < 0 = never
   std::int64_t commit_interval_ms = 1000;
-  std::uint64_t throttle_bytes_per_s = 0;  // per member; 0 = unlimited
+  std::uint64_t throttle_bytes_per_s = 0;  // per member (or per lane); 0 = unlimited
+  std::string throttle_per = "member";     // member: its lanes share it; lane: each lane's own
   // Appends a line per split a lane resumed from a commit (a move, or a takeover): the job's
   // fraction read, the split's, the split and the member (memory store; empty = none).
   std::filesystem::path moves_log;

@@ -54,6 +54,16 @@ struct CoordinatorConfig {
   bool balance_on_remaining_work = true;
   std::uint32_t pin_remaining_ppm = 100'000;  // 0..10^6; 10 %: splits 90 % done stay put
 
+  // The pace rule (with balance_on_remaining_work; docs/work-assignment.md, "Pace"). A split
+  // under way is read by one lane, so moving it for balance helps only if its new lane reads
+  // faster. The leader measures each split's pace (done per second) and each member's lane pace
+  // (the median of its splits', remembered while it is idle), and pins a split under way unless
+  // another member's lanes read at least (10^6 + pace_gain_ppm) / 10^6 times its pace, or one's
+  // pace is not known yet (a newcomer). A fleet whose lanes read at one pace moves nothing under
+  // way for balance; one whose members slow down with load still does. 0 .. 10^7.
+  bool balance_by_pace = true;
+  std::uint32_t pace_gain_ppm = 500'000;  // 50 %: see docs/performance.md ("The tail of a job")
+
   // A split moved for balance is not moved for balance again within this (it still moves if its
   // holder leaves or is cordoned): loads that shift with progress cannot make a split chase
   // them from member to member. 0 = no cooldown. 0 .. 1 h.

@@ -329,8 +329,16 @@ WorkState sticky_and_fill(const AssignmentInput& in) {
     throw ConfigError(fmt::format("desired_assignment: damping_ppm_of_mean {} is above 10^6",
                                   in.damping_ppm_of_mean));
   }
+  if (in.pace_gain_ppm > kMaxPaceGainPpm) {
+    throw ConfigError(
+        fmt::format("desired_assignment: pace_gain_ppm {} is above 10^7", in.pace_gain_ppm));
+  }
   st.pinned.resize(s_count);
-  for (std::size_t j = 0; j < s_count; ++j) st.pinned[j] = in.splits[j].pinned ? 1 : 0;
+  st.paced.resize(s_count);
+  for (std::size_t j = 0; j < s_count; ++j) {
+    st.pinned[j] = in.splits[j].pinned ? 1 : 0;
+    st.paced[j] = in.splits[j].pace.has_value() ? 1 : 0;
+  }
   st.stuck.assign(s_count, 0);
   st.at.assign(s_count, kNoMember);
   st.load.assign(m_count, 0);
@@ -392,10 +400,10 @@ class Improver {
     }
   };
 
-  // The splits pass 3 may move: not pinned, heavier than the threshold (a lighter one can never
-  // lower a load by more than it).
+  // The splits this part of pass 3 moves: not pinned, not paced (improve_paced moves those),
+  // heavier than the threshold (a lighter one can never lower a load by more than it).
   bool movable(std::size_t j) const {
-    return !st_.pinned[j] && WideLoad{st_.weight[j]} > st_.threshold;
+    return !st_.pinned[j] && !st_.paced[j] && WideLoad{st_.weight[j]} > st_.threshold;
   }
   void rekey(std::size_t m) {
     excess_[m] = movable_[m] == 0 ? WideLoad{0} : st_.load[m] - minw_[m];
@@ -591,10 +599,16 @@ WideLoad damping_threshold(const WorkState& st) {
   return std::max(threshold, share);
 }
 
+// Each round's moves lower the sum of squared loads, so the rounds end; they stop when a round
+// of the paced splits moves nothing after the free splits settled: then no admitted move is left
+// of either kind (invariant 4). Without paced splits this is a single Improver run.
 void improve(WorkState& st) {
   st.threshold = damping_threshold(st);
   if (st.in->members.size() < 2) return;
-  Improver(st).run();
+  for (;;) {
+    Improver(st).run();
+    if (st.backstop_bound || improve_paced(st) == 0) return;
+  }
 }
 
 Assignment finish(const WorkState& st) {

@@ -13,7 +13,9 @@
 //   3. improve — while a split of positive weight, not pinned, can move from `from` to a member
 //                `to` with a free lane such that load(from) > load(to) + weight + threshold and
 //                weight > threshold (undamped, threshold 0: exactly the moves that lower the sum
-//                of squared loads), move one; stop at a (damped) local optimum.
+//                of squared loads), move one; stop at a (damped) local optimum. A split under
+//                way (one with a pace) is admitted only to a member whose lanes read faster by
+//                pace_gain_ppm, or whose pace is unknown (the pace rule, core/lane_pace.hpp).
 // Splits beyond the fleet's lane budget stay unassigned: they are the queue.
 //
 // Cost: O((S + moves) · log M) time and O(S + M) memory for S splits and M members (plus the
@@ -32,12 +34,16 @@
 namespace etlc::core {
 
 inline constexpr std::int32_t kNoMember = -1;
+inline constexpr std::uint32_t kMaxPaceGainPpm = 10'000'000;  // AssignmentInput::pace_gain_ppm
 
 // A live member and its lane budget (its advertised max_in_flight). 0 lanes = cordoned: it is
 // given nothing, and its current splits move elsewhere.
 struct AssignMember {
   std::string id;  // unique among members
   std::uint32_t lanes = 0;
+  // How fast its lanes read, in weight per 1000 s (the pace rule); nullopt = unknown (a newcomer:
+  // it admits any split).
+  std::optional<std::uint64_t> lane_pace = std::nullopt;
 };
 
 // One split the leader may assign. The ownership fields are indices into AssignmentInput::members
@@ -57,6 +63,11 @@ struct AssignSplit {
   // drain to move little work). Passes 1 and 2 treat it as any other: it stays with a live holder
   // that has a lane for it, and is placed afresh when its holder is gone.
   bool pinned = false;
+  // A split under way and how fast its lane reads it (weight per 1000 s). Pass 3 moves it only to
+  // a member whose lane_pace is unknown or at least (10^6 + pace_gain_ppm) / 10^6 times this:
+  // elsewhere it would read no faster, and the move would cost a drain for nothing. nullopt = no
+  // pace rule for it (not started, or its pace not known yet).
+  std::optional<std::uint64_t> pace = std::nullopt;
 };
 
 // The default termination backstop of pass 3 (see AssignmentInput::max_improving_moves):
@@ -80,6 +91,8 @@ struct AssignmentInput {
   // that lowers the sum of squared loads). damping_ppm_of_mean above 10^6 is a ConfigError.
   std::uint64_t damping_weight = 0;
   std::uint32_t damping_ppm_of_mean = 0;
+  // The pace rule's margin (AssignSplit::pace): 0..10^7, above is a ConfigError.
+  std::uint32_t pace_gain_ppm = 0;
 };
 
 // Why the result differs from the current placement. "Holder" is the member a split is with now

@@ -41,6 +41,7 @@ struct WorkState {
   std::vector<std::int32_t> holder;          // split -> live holder (or kNoMember)
   std::vector<std::uint8_t> stuck;           // split stayed with its holder in pass 1
   std::vector<std::uint8_t> pinned;          // pass 3 never moves it (AssignSplit::pinned)
+  std::vector<std::uint8_t> paced;           // has a pace: moved by improve_paced, not Improver
   std::vector<std::int32_t> at;              // split -> member it is placed on (or kNoMember)
   std::vector<WideLoad> load;                // member -> exact sum of placed weights
   std::vector<std::uint32_t> count;          // member -> number of placed splits
@@ -70,8 +71,12 @@ struct WorkState {
 WorkState sticky_and_fill(const AssignmentInput& in);
 // Pass 3's damping threshold for the placement after passes 1 and 2 (AssignmentInput::damping_*).
 WideLoad damping_threshold(const WorkState& st);
-// Pass 3 as desired_assignment runs it: heaps keyed by load, O(log M + log k) per move.
+// Pass 3 as desired_assignment runs it: rounds of the free splits' improvement (heaps keyed by
+// load, O(log M + log k) per move) and the paced splits' (improve_paced), until neither moves.
 void improve(WorkState& st);
+// The paced splits' part of pass 3 (assignment_pace.cpp): each admitted move of a split under way
+// to the lightest member with a free lane whose pace admits it. Returns the moves made.
+std::uint64_t improve_paced(WorkState& st);
 // The output (by_member sorted by id, loads, stats) of a finished state.
 Assignment finish(const WorkState& st);
 

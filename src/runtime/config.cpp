@@ -34,6 +34,9 @@ void CoordinatorConfig::validate() const {
   if (pin_remaining_ppm > 1'000'000) {
     fail(fmt::format("pin_remaining_ppm must be in 0..1000000 (got {})", pin_remaining_ppm));
   }
+  if (pace_gain_ppm > 10'000'000) {
+    fail(fmt::format("pace_gain_ppm must be in 0..10000000 (got {})", pace_gain_ppm));
+  }
   if (damping_ppm_of_mean > 1'000'000) {
     fail(fmt::format("damping_ppm_of_mean must be in 0..1000000 (got {})", damping_ppm_of_mean));
   }

@@ -65,7 +65,8 @@ void LeaderViews::count(const core::SplitRecord& r, bool add) {
   if (tally != nullptr) *tally = add ? *tally + 1 : *tally - 1;
 }
 
-bool LeaderViews::put_split(const std::string& id, core::SplitRecord rec, Revision rev) {
+bool LeaderViews::put_split(const std::string& id, core::SplitRecord rec, Revision rev,
+                            std::optional<TimePoint> observed_at) {
   const bool was_damaged = split_damage_.erase(id) > 0;
   if (core::parked_for_spec(rec)) {
     parked_specs_.insert(id);
@@ -77,7 +78,7 @@ bool LeaderViews::put_split(const std::string& id, core::SplitRecord rec, Revisi
     const bool unheld =
         !was_damaged && rec.status == core::SplitStatus::runnable && !rec.owner.has_value();
     count(rec, true);
-    splits_.emplace(id, SplitView{std::move(rec), rev});
+    splits_.emplace(id, SplitView{std::move(rec), rev, 0, core::PaceMeter{}});
     if (!unheld) return true;
     ++unheld_added_;
     return false;
@@ -92,12 +93,19 @@ bool LeaderViews::put_split(const std::string& id, core::SplitRecord rec, Revisi
   const std::uint64_t before = it->second.rec.progress.done.value_or(0);
   const std::uint64_t after = rec.progress.done.value_or(0);
   std::uint64_t step = it->second.last_done_step;
+  core::PaceMeter pace = it->second.pace;
+  if (rec.epoch != it->second.rec.epoch || rec.owner != it->second.rec.owner) pace.reset();
   if (rec.epoch != it->second.rec.epoch || !it->second.rec.progress.done) {
     step = 0;  // a new tenancy, or the first done reported: its pace is not known yet
   } else if (after > before) {
     step = after - before;
   }
-  it->second = SplitView{std::move(rec), rev, step};
+  if (observed_at && rec.progress.done) {
+    pace.observe(
+        std::chrono::duration_cast<std::chrono::milliseconds>(observed_at->time_since_epoch()),
+        *rec.progress.done);
+  }
+  it->second = SplitView{std::move(rec), rev, step, pace};
   return changed;
 }
 
@@ -110,7 +118,7 @@ bool LeaderViews::on_split_event(const WatchEvent& e, TimePoint now) {
   if (it != splits_.end() && it->second.rev >= e.revision) return false;
   if (e.kind == WatchEvent::Kind::put) {
     // Unreadable values throw here and reach the damage handler; the view keeps the last one.
-    return put_split(*id, core::decode_split(e.key, e.value), e.revision);
+    return put_split(*id, core::decode_split(e.key, e.value), e.revision, now);
   }
   // Split records are never deleted: damage, rebuilt by heal_splits() from the last record.
   auto d = split_damage_.find(*id);

@@ -18,6 +18,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/lane_pace.hpp"
 #include "core/records.hpp"
 #include "core/remaining_work.hpp"
 #include "runtime/fleet_views.hpp"
@@ -32,6 +33,9 @@ struct SplitView {
   // How much the latest commit of this tenancy added to progress.done (0: none seen yet), for
   // pinning a split about to finish (core::nearly_done).
   std::uint64_t last_done_step = 0;
+  // The pace its lane reads at this tenancy, from the commits the leader watched (core::PaceMeter);
+  // restarted when the epoch or the owner changes.
+  core::PaceMeter pace;
 };
 
 class LeaderViews {
@@ -62,7 +66,9 @@ class LeaderViews {
 
   // Sets splits_[id] (clearing its damage, keeping the tallies); true if anything the
   // assignment reads changed, except a new unheld split, which only counts in unheld_added().
-  bool put_split(const std::string& id, core::SplitRecord rec, Revision rev);
+  // `observed_at`: when the leader saw this commit (its watch); only those measure the pace.
+  bool put_split(const std::string& id, core::SplitRecord rec, Revision rev,
+                 std::optional<TimePoint> observed_at = std::nullopt);
   // New unheld splits since clear_unheld_added() (the leader's last assignment computation).
   std::uint64_t unheld_added() const { return unheld_added_; }
   void clear_unheld_added() { unheld_added_ = 0; }

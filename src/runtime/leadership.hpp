@@ -147,6 +147,9 @@ class Leadership {
   std::map<std::string, std::vector<std::string>> published_;
   // Splits moved from a live holder, and when: pinned for rebalance_cooldown (publish.cpp).
   std::unordered_map<std::string, TimePoint> moved_at_;
+  // Each live member's lane pace, the last one seen while it held splits under way (publish.cpp:
+  // the pace rule). Pruned to the live members at every computation.
+  std::unordered_map<std::string, std::uint64_t> lane_pace_;
   std::optional<SeedJob> seeding_;
   bool planning_ = false;
   bool planning_repair_ = false;        // the plan running now is a repair re-plan

@@ -28,11 +28,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <span>
 #include <unordered_map>
 
 #include "core/assignment.hpp"
 #include "core/assignment_rules.hpp"
 #include "core/keys.hpp"
+#include "core/lane_pace.hpp"
 #include "core/protocol_assert.hpp"
 #include "core/remaining_work.hpp"
 #include "core/repair_rules.hpp"
@@ -53,7 +55,7 @@ constexpr int kProgressCostFactor = 10;
 void add_splits(const LeaderViews& lv, const FleetViews& views, const MemberIndex& index,
                 const core::RebalanceDelay& delay, const CoordinatorConfig& config,
                 const std::unordered_map<std::string, TimePoint>& cooling, TimePoint now,
-                core::AssignmentInput& in) {
+                core::AssignmentInput& in, std::vector<std::optional<std::uint64_t>>& paces) {
   // previous assignee per split, from the published records (any term)
   std::unordered_map<std::string, std::int32_t> previous;
   for (const auto& [member, v] : views.assigns()) {
@@ -67,6 +69,7 @@ void add_splits(const LeaderViews& lv, const FleetViews& views, const MemberInde
     return it == index.end() ? core::kNoMember : it->second;
   };
   in.splits.reserve(lv.splits().size());
+  paces.reserve(lv.splits().size());
   for (const auto& [id, v] : lv.splits()) {
     if (v.rec.status != core::SplitStatus::runnable) continue;
     core::AssignSplit s;
@@ -92,7 +95,38 @@ void add_splits(const LeaderViews& lv, const FleetViews& views, const MemberInde
     s.holder_departed = (lease_owner && s.lease_owner == core::kNoMember) ||
                         (v.rec.owner && s.record_owner == core::kNoMember);
     in.splits.push_back(std::move(s));
+    paces.push_back(v.rec.progress.done ? v.pace.per_kilosecond() : std::nullopt);
   }
+}
+
+// The pace rule (core/lane_pace.hpp): a split under way moves for balance only to a member whose
+// lanes read it faster. Each member's lane pace is the median of its splits' measured paces,
+// remembered while it holds none (`lane_pace`, pruned to the live members).
+void apply_paces(core::AssignmentInput& in, std::span<const std::optional<std::uint64_t>> paces,
+                 const MemberIndex& index, std::uint32_t gain_ppm,
+                 std::unordered_map<std::string, std::uint64_t>& lane_pace) {
+  std::vector<std::vector<std::uint64_t>> seen(in.members.size());
+  for (std::size_t j = 0; j < in.splits.size(); ++j) {
+    in.splits[j].pace = paces[j];
+    const std::int32_t owner = in.splits[j].record_owner;
+    if (owner != core::kNoMember && paces[j]) {
+      seen[static_cast<std::size_t>(owner)].push_back(*paces[j]);
+    }
+  }
+  std::erase_if(lane_pace, [&](const auto& e) { return index.count(e.first) == 0; });
+  for (std::size_t m = 0; m < in.members.size(); ++m) {
+    core::AssignMember& member = in.members[m];
+    if (auto median = core::median_pace(std::move(seen[m]))) lane_pace[member.id] = *median;
+    if (auto it = lane_pace.find(member.id); it != lane_pace.end()) member.lane_pace = it->second;
+  }
+  // A split its owner has just started is not measured yet: it reads at about its owner's lane
+  // pace, so a move of it must find a faster lane too (or an unknown one).
+  for (core::AssignSplit& s : in.splits) {
+    if (!s.pace && s.record_owner != core::kNoMember) {
+      s.pace = in.members[static_cast<std::size_t>(s.record_owner)].lane_pace;
+    }
+  }
+  in.pace_gain_ppm = gain_ppm;
 }
 
 }  // namespace
@@ -167,7 +201,11 @@ void Leadership::publish_assignment(TimePoint now) {
   std::erase_if(moved_at_,  // cooldowns that ended: those splits may move for balance again
                 [&](const auto& e) { return now - e.second >= ctx_.config.rebalance_cooldown; });
   if (!views_.paused()) {
-    add_splits(leader_views_, views_, index, delay_, ctx_.config, moved_at_, now, in);
+    std::vector<std::optional<std::uint64_t>> paces;
+    add_splits(leader_views_, views_, index, delay_, ctx_.config, moved_at_, now, in, paces);
+    if (ctx_.config.balance_on_remaining_work && ctx_.config.balance_by_pace) {
+      apply_paces(in, paces, index, ctx_.config.pace_gain_ppm, lane_pace_);
+    }
   }
   const core::Assignment out = core::desired_assignment(in);
   if (out.stats.backstop_bound) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/assignment.hpp"
+#include "core/lane_pace.hpp"
 
 namespace etlc::test {
 
@@ -78,9 +79,10 @@ inline ExactLoad damping_threshold(const core::AssignmentInput& in, const core::
 }
 
 // Brute force over every (assigned split, other member with a free lane) pair: the first move
-// pass 3 would admit (not pinned, and lowering the heavier member's load by more than the damping
-// threshold: weight > t and load(from) > load(to) + weight + t; with t = 0, every move that lowers
-// the sum of squared loads), described, or nullopt if the assignment is (damped) locally optimal.
+// pass 3 would admit (not pinned, to a member the pace rule admits (core::pace_admits), and
+// lowering the heavier member's load by more than the damping threshold: weight > t and load(from)
+// > load(to) + weight + t; with t = 0, every move that lowers the sum of squared loads), described,
+// or nullopt if the assignment is (damped) locally optimal.
 inline std::optional<std::string> improving_move(const core::AssignmentInput& in,
                                                  const core::Assignment& out) {
   const auto load = exact_loads(in, out);
@@ -91,6 +93,9 @@ inline std::optional<std::string> improving_move(const core::AssignmentInput& in
       const std::uint64_t w = in.splits[j].weight;
       for (std::size_t t = 0; t < in.members.size(); ++t) {
         if (t == f || out.by_member[t].size() >= in.members[t].lanes) continue;
+        if (!core::pace_admits(in.splits[j].pace, in.members[t].lane_pace, in.pace_gain_ppm)) {
+          continue;  // the pace rule: a split under way moves only to a faster lane
+        }
         if (ExactLoad{w} > t_min && load[f] > load[t] + ExactLoad{w} + t_min) {
           return fmt::format("split {} (weight {}) can move from {} to {}", in.splits[j].id, w,
                              in.members[f].id, in.members[t].id);

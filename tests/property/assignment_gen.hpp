@@ -1,7 +1,7 @@
 // RapidCheck generators for desired_assignment inputs: fleets of 0-12 members with
 // heterogeneous lane budgets (0 included), 0-200 splits with small, byte-scale or near-2^64
-// weights (and many ties), random ownership, reserved sets, previous assignments, pinned splits
-// and pass 3's damping.
+// weights (and many ties), random ownership, reserved sets, previous assignments, pinned splits,
+// pass 3's damping and the pace rule (members' lane paces, splits under way, the gain).
 #pragma once
 
 #include <rapidcheck.h>
@@ -22,16 +22,21 @@ namespace etlc::core {
 inline void showValue(const AssignmentInput& in, std::ostream& os) {
   os << "seed " << in.seed << ", backstop "
      << (in.max_improving_moves ? std::to_string(*in.max_improving_moves) : "default")
-     << ", damping " << in.damping_weight << " + " << in.damping_ppm_of_mean << " ppm of mean\n";
+     << ", damping " << in.damping_weight << " + " << in.damping_ppm_of_mean
+     << " ppm of mean, pace gain " << in.pace_gain_ppm << " ppm\n";
+  auto pace = [](const std::optional<std::uint64_t>& p) {
+    return p ? std::to_string(*p) : std::string("?");
+  };
   for (std::size_t m = 0; m < in.members.size(); ++m) {
-    os << "  member[" << m << "] " << in.members[m].id << " lanes " << in.members[m].lanes << "\n";
+    os << "  member[" << m << "] " << in.members[m].id << " lanes " << in.members[m].lanes
+       << " pace " << pace(in.members[m].lane_pace) << "\n";
   }
   for (std::size_t j = 0; j < in.splits.size(); ++j) {
     const AssignSplit& s = in.splits[j];
     os << "  split[" << j << "] " << s.id << " w " << s.weight << " prev " << s.previous
        << " lease " << s.lease_owner << " record " << s.record_owner
        << (s.reserved ? " reserved" : "") << (s.holder_departed ? " departed" : "")
-       << (s.pinned ? " pinned" : "") << "\n";
+       << (s.pinned ? " pinned" : "") << (s.pace ? " pace " + pace(s.pace) : "") << "\n";
   }
 }
 
@@ -114,6 +119,19 @@ inline rc::Gen<core::AssignmentInput> gen_assignment_input() {
     const int reserved_pct = *rc::gen::element(0, 0, 5, 30);
     const int departed_pct = *uniform(0, 101);
     const int pinned_pct = *rc::gen::element(0, 0, 0, 10, 50);
+    // The pace rule in half the inputs: paces from a few values (many ties, gains either side of
+    // the margin), some members of unknown pace, a share of the splits under way.
+    const bool paced = *rc::gen::arbitrary<bool>();
+    const int under_way_pct = *rc::gen::element(10, 50, 100);
+    const auto gen_pace = [] {
+      return *rc::gen::element<std::uint64_t>(0, 5, 10, 12, 13, 20, 100);
+    };
+    if (paced) {
+      for (auto& m : in.members) {
+        if (*uniform(0, 5) > 0) m.lane_pace = gen_pace();
+      }
+      in.pace_gain_ppm = *rc::gen::element<std::uint32_t>(0, 250'000, 1'000'000);
+    }
     const auto who = [&](int pct) -> std::int32_t {
       if (m_count == 0 || *uniform(0, 100) >= pct) return core::kNoMember;
       if (concentrated) return *uniform<std::int32_t>(0, favourites);
@@ -129,6 +147,7 @@ inline rc::Gen<core::AssignmentInput> gen_assignment_input() {
       s.reserved = *uniform(0, 100) < reserved_pct;
       s.holder_departed = *uniform(0, 100) < departed_pct;
       s.pinned = *uniform(0, 100) < pinned_pct;
+      if (paced && *uniform(0, 100) < under_way_pct) s.pace = gen_pace();
       in.splits.push_back(std::move(s));
     }
     in.seed = *rc::gen::arbitrary<std::uint64_t>();
@@ -166,6 +185,7 @@ inline core::AssignmentInput shuffled(const core::AssignmentInput& in, std::uint
   out.max_improving_moves = in.max_improving_moves;
   out.damping_weight = in.damping_weight;
   out.damping_ppm_of_mean = in.damping_ppm_of_mean;
+  out.pace_gain_ppm = in.pace_gain_ppm;
   for (std::size_t i : mp) out.members.push_back(in.members[i]);
   for (std::size_t j : sp) {
     core::AssignSplit s = in.splits[j];

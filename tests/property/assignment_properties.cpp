@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <algorithm>
+
 #include "core/assignment.hpp"
+#include "core/lane_pace.hpp"
 #include "property/assignment_checks.hpp"
 #include "property/assignment_gen.hpp"
 
@@ -52,8 +55,9 @@ RC_GTEST_PROP(Assignment, assignment_is_stable_under_unchanged_input, ()) {
   RC_ASSERT(second.stats.kept == first.stats.assigned);
 }
 
-// Invariant 4: no single split that is not pinned can move to a member with a free lane and lower
-// the heavier member's load by more than the damping threshold t (weight > t and load(from) >
+// Invariant 4: no single split that is not pinned can move to a member with a free lane that the
+// pace rule admits (a split under way only to a lane faster by the gain, or of unknown pace) and
+// lower the heavier member's load by more than the damping threshold t (weight > t and load(from) >
 // load(to) + weight + t; undamped, t = 0: no move lowers the sum of squared loads) — checked by
 // brute force over every (split, target) pair. The default backstop must never bind; a small
 // random backstop must be reported exactly when it leaves an improving move behind.
@@ -65,6 +69,9 @@ RC_GTEST_PROP(Assignment, assignment_admits_no_improving_move, ()) {
          : out.stats.improving_moves < 10 ? "1-9 improving moves"
                                           : "10+ improving moves");
   RC_TAG(in.damping_weight == 0 && in.damping_ppm_of_mean == 0 ? "undamped" : "damped");
+  RC_TAG(std::any_of(in.splits.begin(), in.splits.end(), [](const auto& s) { return s.pace; })
+             ? "splits under way"
+             : "no pace rule");
   RC_ASSERT(!out.stats.backstop_bound);
   const auto move = test::improving_move(in, out);
   RC_ASSERT(!move.has_value());
@@ -150,6 +157,28 @@ RC_GTEST_PROP(Assignment, pass_3_never_moves_a_pinned_split, ()) {
   }
   RC_TAG(pinned == 0 ? "no pinned split" : "pinned splits");
   RC_TAG(out.stats.improving_moves == 0 ? "pass 3 idle" : "pass 3 moved");
+}
+
+// The pace rule: a split under way that pass 3 moved (it sits elsewhere than passes 1 and 2 put
+// it) went to a member whose lanes read it faster by the gain, or whose pace is unknown.
+RC_GTEST_PROP(Assignment, a_split_under_way_moves_only_to_a_faster_lane, ()) {
+  AssignmentInput in = *gen_assignment_input();
+  const Assignment out = desired_assignment(in);
+  in.max_improving_moves = 0;
+  const Assignment placed = desired_assignment(in);
+  std::vector<std::int32_t> before(in.splits.size(), kNoMember);
+  for (std::size_t m = 0; m < placed.by_member.size(); ++m) {
+    for (std::uint32_t j : placed.by_member[m]) before[j] = static_cast<std::int32_t>(m);
+  }
+  std::size_t moved = 0;
+  for (std::size_t m = 0; m < out.by_member.size(); ++m) {
+    for (std::uint32_t j : out.by_member[m]) {
+      if (!in.splits[j].pace || before[j] == static_cast<std::int32_t>(m)) continue;
+      ++moved;
+      RC_ASSERT(pace_admits(in.splits[j].pace, in.members[m].lane_pace, in.pace_gain_ppm));
+    }
+  }
+  RC_TAG(moved == 0 ? "no split under way moved" : "splits under way moved");
 }
 
 // Progress alone (weights only going down, as remaining work does) on a settled fleet moves

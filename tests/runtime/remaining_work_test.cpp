@@ -195,5 +195,49 @@ TEST(RemainingWork, a_cooling_split_leaves_a_cordoned_holder) {
   ASSERT_TRUE(fleet.run_until([&] { return b.held().empty() && a.held().size() == 4; }, 20s));
 }
 
+// The pace rule (core/lane_pace.hpp). a (2 lanes) reads two splits at 10 per second; b (1 lane)
+// reads the third at `b_pace` per second for 6 s and completes it. Then b is idle and a's two
+// splits weigh more than a single move's worth: pass 3 would move one to b, and does only where
+// b's lanes read it faster (by pace_gain_ppm, 50 %).
+std::size_t moves_to_an_idle_member(std::uint64_t b_pace, bool by_pace) {
+  Fleet fleet(std::make_shared<TestPlanner>(make_splits(3, 10'000)));
+  auto two = [by_pace](CoordinatorConfig& c) {
+    c.max_in_flight = 2;
+    c.balance_by_pace = by_pace;
+  };
+  Node& a = fleet.add("a", two);
+  EXPECT_TRUE(fleet.run_until([&] { return fleet.converged() && a.held().size() == 2; }));
+  Node& b = fleet.add("b", [by_pace](CoordinatorConfig& c) {
+    c.max_in_flight = 1;
+    c.balance_by_pace = by_pace;
+  });
+  EXPECT_TRUE(fleet.run_until([&] { return fleet.converged() && b.held().size() == 1; }));
+  const std::set<std::string> on_a = a.held(), on_b = b.held();
+  for (std::uint64_t second = 1; second <= 6; ++second) {
+    commit_done(a, on_a, 10 * second);
+    commit_done(b, on_b, b_pace * second);
+    fleet.run_for(1s);
+  }
+  EXPECT_TRUE(b.coord->complete(*on_b.begin(), done_at(10'000)).durable());
+  b.lanes.clear();
+  for (std::uint64_t second = 7; second <= 12; ++second) {
+    commit_done(a, a.held(), 10 * second);
+    fleet.run_for(1s);
+  }
+  return a.count<RevokeRequested>();
+}
+
+TEST(RemainingWork, a_split_under_way_stays_where_lanes_elsewhere_read_no_faster) {
+  EXPECT_EQ(moves_to_an_idle_member(10, true), 0u);
+  EXPECT_EQ(moves_to_an_idle_member(14, true), 0u);  // 40 % faster: inside the 50 % margin
+}
+
+// The controls: b's lanes read 3x faster, so a split moves to it; and without the pace rule one
+// moves however fast b reads.
+TEST(RemainingWork, a_split_under_way_moves_to_a_faster_lane) {
+  EXPECT_EQ(moves_to_an_idle_member(30, true), 1u);
+  EXPECT_EQ(moves_to_an_idle_member(10, false), 1u);
+}
+
 }  // namespace
 }  // namespace etlc::testing

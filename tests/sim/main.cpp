@@ -141,6 +141,7 @@ int main(int argc, char** argv) {
     total.revokes += r.stats.revokes;
     total.revokes_late += r.stats.revokes_late;
     total.revokes_nearly_done += r.stats.revokes_nearly_done;
+    total.revokes_late_to_faster += r.stats.revokes_late_to_faster;
     if (r.stats.completed_after >= 0) {
       completion_s += static_cast<double>(r.stats.completed_after) / 1e9;
       ++completions;
@@ -181,7 +182,7 @@ int main(int argc, char** argv) {
           "run seed=%llu scenario=%s ok=%d virtual_s=%.1f real_ms=%.1f members=%d splits=%zu "
           "steps=%llu crashes=%llu pauses=%llu takeovers=%llu quarantines=%llu "
           "claims_without_lease=%llu stale_grants=%llu revokes=%llu revokes_late=%llu "
-          "revokes_nearly_done=%llu completion_s=%.1f\n",
+          "revokes_late_to_faster=%llu revokes_nearly_done=%llu completion_s=%.1f\n",
           static_cast<unsigned long long>(seed), params.scenario.c_str(), r.ok() ? 1 : 0,
           static_cast<double>(r.virtual_ns) / 1e9, r.real_s * 1e3, params.members,
           params.records.size(), static_cast<unsigned long long>(r.stats.steps),
@@ -193,6 +194,7 @@ int main(int argc, char** argv) {
           static_cast<unsigned long long>(r.stats.stale_grants),
           static_cast<unsigned long long>(r.stats.revokes),
           static_cast<unsigned long long>(r.stats.revokes_late),
+          static_cast<unsigned long long>(r.stats.revokes_late_to_faster),
           static_cast<unsigned long long>(r.stats.revokes_nearly_done),
           static_cast<double>(r.stats.completed_after) / 1e9);
     }
@@ -244,9 +246,9 @@ int main(int argc, char** argv) {
       total.stale_anomalies, htotal.stale_misreports, htotal.duplicates, htotal.emitted,
       total.fatal);
   fmt::print(
-      "tail: {} revocations once 80 % of a job was durable, {} of splits 90 % done; completion "
-      "phase {:.1f} s on average over {} runs\n",
-      total.revokes_late, total.revokes_nearly_done,
+      "tail: {} revocations once 80 % of a job was durable ({} to a faster member), {} of splits "
+      "90 % done; completion phase {:.1f} s on average over {} runs\n",
+      total.revokes_late, total.revokes_late_to_faster, total.revokes_nearly_done,
       completions == 0 ? 0.0 : completion_s / static_cast<double>(completions), completions);
   fmt::print(
       "operator: {} records damaged, {} split records rebuilt, {} splits parked for their spec, "

@@ -213,6 +213,12 @@ ShapeOverrides parse_overrides(std::string_view text, FaultRates& r) {
       r.pin_ppm = static_cast<std::int64_t>(std::min(1e6, parse_double(name, value)));
     } else if (name == "cooldown_ms") {
       r.cooldown_ms = static_cast<std::int64_t>(std::min(3.6e6, parse_double(name, value)));
+    } else if (name == "even_pace") {
+      r.even_pace = parse_bool(name, value);
+    } else if (name == "pace") {
+      r.pace = parse_bool(name, value);
+    } else if (name == "pace_gain_ppm") {
+      r.pace_gain_ppm = static_cast<std::int64_t>(std::min(1e7, parse_double(name, value)));
     } else if (name == "members") {
       shape.members = std::clamp(static_cast<int>(parse_double(name, value)), 1, 12);
     } else if (name == "splits") {
@@ -225,7 +231,9 @@ ShapeOverrides parse_overrides(std::string_view text, FaultRates& r) {
           "--faults: unknown name '{}' (crash, restart_same_id, pause, leader_crash, partition, "
           "watch_drop, watch_delay, stale, operator, op_fail, op_unknown, planner_fail, skew_ppm, "
           "grow, poison, unsafe, sink_fail, sink_unknown, unsafe_sink, unsafe_lapse, report_done, "
-          "remaining_work, damping_ppm, pin_ppm, cooldown_ms, members, splits, fault_s)",
+          "remaining_work, damping_ppm, pin_ppm, cooldown_ms, pace, pace_gain_ppm, even_pace, "
+          "members, "
+          "splits, fault_s)",
           name));
     }
   }
@@ -261,7 +269,10 @@ RunParams make_params(std::uint64_t seed, std::string_view scenario, std::string
   }
   if (p.faults.tail) {  // uneven speeds: some members take up to four times as long per record
     static const std::uint32_t kPaces[] = {100, 100, 150, 250, 400};
-    for (int i = 0; i < p.members; ++i) p.pace_pct.push_back(kPaces[rng.below(5)]);
+    for (int i = 0; i < p.members; ++i) {
+      const std::uint32_t pace = kPaces[rng.below(5)];  // drawn either way: same seeds, same jobs
+      p.pace_pct.push_back(p.faults.even_pace ? 100 : pace);
+    }
   }
   static const std::int64_t kLeases[] = {1500, 2000, 3000};
   p.lease_ms = kLeases[rng.below(3)];

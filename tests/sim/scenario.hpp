@@ -47,7 +47,10 @@ struct FaultRates {
   std::int64_t damping_ppm = -1;
   std::int64_t pin_ppm = -1;
   std::int64_t cooldown_ms = -1;  // rebalance_cooldown
-  bool tail = false;  // a skewed job on members of uneven speed, run to completion (`tail`)
+  bool pace = true;               // balance_by_pace
+  std::int64_t pace_gain_ppm = -1;
+  bool tail = false;       // a skewed job on members of uneven speed, run to completion (`tail`)
+  bool even_pace = false;  // tail, but every member's lanes at the same speed
 };
 
 enum class PlanShape : std::uint8_t { final_plan, open_grows_then_final, open_grows_forever };

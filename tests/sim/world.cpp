@@ -248,6 +248,9 @@ class World final : public FleetView {
   bool frozen_ = false;
   std::string last_why_;
   RunStats stats_;
+  // Splits revoked late (revokes_late), with the pace of the member they were revoked from: their
+  // next grant tells whether the move went to a faster member.
+  std::map<std::string, std::uint32_t> late_revoked_from_pace_;
 };
 
 Incarnation& World::spawn(std::size_t slot, const std::string& instance, VirtualNs first_step) {
@@ -296,6 +299,10 @@ Incarnation& World::spawn(std::size_t slot, const std::string& instance, Virtual
     c.rebalance_cooldown = std::chrono::milliseconds(p_.faults.cooldown_ms);
   }
   if (p_.faults.pin_ppm >= 0) c.pin_remaining_ppm = static_cast<std::uint32_t>(p_.faults.pin_ppm);
+  c.balance_by_pace = p_.faults.pace;
+  if (p_.faults.pace_gain_ppm >= 0) {
+    c.pace_gain_ppm = static_cast<std::uint32_t>(p_.faults.pace_gain_ppm);
+  }
   c.validate();
 
   runtime::Member::Options o;
@@ -307,7 +314,8 @@ Incarnation& World::spawn(std::size_t slot, const std::string& instance, Virtual
   inc->next_step_at = first_step;
   names_.push_back(fmt::format("{}#{}", instance, inc->id));
   trace_.add(now, TraceKind::note, inc->id,
-             fmt::format("process started as '{}' (clock {:+} ppm)", instance, ppm));
+             fmt::format("process started as '{}' (clock {:+} ppm, lanes at {} % pause)", instance,
+                         ppm, inc->pace_pct));
   slots_[slot].inc = inc->id;
   slots_[slot].current = instance;
   slots_[slot].restart_at = kNever;
@@ -650,6 +658,11 @@ void World::handle_event(Incarnation& inc, const Event& e) {
   const VirtualNs now = time_.now();
   if (const auto* g = std::get_if<SplitGranted>(&e)) {
     trace_.add(now, TraceKind::event, inc.id, g->spec.id, 0, static_cast<std::int64_t>(g->epoch));
+    if (auto late = late_revoked_from_pace_.find(g->spec.id);
+        late != late_revoked_from_pace_.end()) {
+      if (inc.pace_pct < late->second) ++stats_.revokes_late_to_faster;
+      late_revoked_from_pace_.erase(late);
+    }
     const std::size_t idx = history_.split_index(g->spec.id);
     if (idx == std::string::npos) {
       history_.fail(2,
@@ -702,7 +715,10 @@ void World::handle_event(Incarnation& inc, const Event& e) {
     Lane& lane = it->second;
     // The tail of the job (issue 16): revocations once 80 % of its records are durable, and of
     // splits 90 % done by their own durable progress.
-    if (phase_ == Phase::complete && done_ppm() >= 800'000) ++stats_.revokes_late;
+    if (phase_ == Phase::complete && done_ppm() >= 800'000) {
+      ++stats_.revokes_late;
+      late_revoked_from_pace_[r->split_id] = inc.pace_pct;
+    }
     if (lane.count > 0 && lane.durable * 10 >= lane.count * 9) ++stats_.revokes_nearly_done;
     const double u = source_.unit();
     if (u < inc.p_coop) {
