@@ -1,7 +1,8 @@
 // desired_assignment at 10^3 x 10 ... 10^6 x 10^4 (splits x members), cold / warm / join / leave,
-// with Pareto (Zipf-like) weights; and, in the same run, the straightforward reference improve
-// pass (global best move per step, <= 4,096 moves) on the same inputs, as long as it finishes
-// within its deadline. Prints Google Benchmark's table, then a side-by-side comparison.
+// with Pareto (Zipf-like) weights, and warm / join with every split under way (the pace rule); and,
+// in the same run, the straightforward reference improve pass (global best move per step, <= 4,096
+// moves) on the same inputs, as long as it finishes within its deadline. Prints Google Benchmark's
+// table, then a side-by-side comparison.
 //
 //   assignment_bench [--benchmark_filter=...]   ETLC_BENCH_REF_DEADLINE_S (default 60)
 //                                                ETLC_BENCH_MAX_SPLITS (default 1000000)
@@ -35,6 +36,8 @@ struct Scale {
 };
 constexpr Scale kScales[] = {{1000, 10}, {10000, 100}, {100000, 1000}, {1000000, 10000}};
 constexpr const char* kScenarios[] = {"cold", "warm", "join", "leave"};
+// The pace rule's cost (no reference: it knows no paces): every split under way.
+constexpr const char* kPacedScenarios[] = {"paced_mixed", "paced_join"};
 
 // Deterministic, platform-independent PRNG (splitmix64).
 struct SplitMix {
@@ -112,6 +115,23 @@ AssignmentInput left(const AssignmentInput& warm) {
   return in;
 }
 
+// Every split under way at its holder's lane pace, half the members reading twice as fast as the
+// rest: "paced_mixed" may move only from slow members to fast ones; "paced_join" adds a newcomer
+// of unknown pace, which admits every split.
+AssignmentInput paced(const AssignmentInput& warm) {
+  AssignmentInput in = warm;
+  in.pace_gain_ppm = 500'000;
+  for (std::size_t m = 0; m < in.members.size(); ++m) {
+    in.members[m].lane_pace = m % 2 == 0 ? 1000 : 2000;
+  }
+  for (auto& s : in.splits) {
+    if (s.record_owner != kNoMember) {
+      s.pace = in.members[static_cast<std::size_t>(s.record_owner)].lane_pace;
+    }
+  }
+  return in;
+}
+
 // Inputs of one scale, built on first use; the previous scale's are dropped to bound memory.
 struct Inputs {
   Scale scale;
@@ -127,6 +147,8 @@ const AssignmentInput& input_for(Scale sc, const std::string& scenario) {
     AssignmentInput cold = cold_input(sc);
     AssignmentInput warm = settled(cold);
     fresh->by_scenario["join"] = joined(warm);
+    fresh->by_scenario["paced_mixed"] = paced(warm);
+    fresh->by_scenario["paced_join"] = joined(fresh->by_scenario["paced_mixed"]);
     fresh->by_scenario["leave"] = left(warm);
     fresh->by_scenario["warm"] = std::move(warm);
     fresh->by_scenario["cold"] = std::move(cold);
@@ -310,6 +332,12 @@ int main(int argc, char** argv) {
   for (const Scale& sc : kScales) {
     if (static_cast<double>(sc.splits) > max_splits) continue;
     for (const char* scenario : kScenarios) {
+      const std::string name = fmt::format("assignment/{}x{}/{}", sc.splits, sc.members, scenario);
+      benchmark::RegisterBenchmark(name.c_str(), run_ours, sc, std::string(scenario))
+          ->Unit(benchmark::kMillisecond)
+          ->MinTime(0.5);
+    }
+    for (const char* scenario : kPacedScenarios) {
       const std::string name = fmt::format("assignment/{}x{}/{}", sc.splits, sc.members, scenario);
       benchmark::RegisterBenchmark(name.c_str(), run_ours, sc, std::string(scenario))
           ->Unit(benchmark::kMillisecond)

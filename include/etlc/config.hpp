@@ -56,11 +56,12 @@ struct CoordinatorConfig {
 
   // The pace rule (with balance_on_remaining_work; docs/work-assignment.md, "Pace"). A split
   // under way is read by one lane, so moving it for balance helps only if its new lane reads
-  // faster. The leader measures each split's pace (done per second) and each member's lane pace
-  // (the median of its splits', remembered while it is idle), and pins a split under way unless
-  // another member's lanes read at least (10^6 + pace_gain_ppm) / 10^6 times its pace, or one's
-  // pace is not known yet (a newcomer). A fleet whose lanes read at one pace moves nothing under
-  // way for balance; one whose members slow down with load still does. 0 .. 10^7.
+  // faster. The leader measures each split's pace (its done per 1000 s) and what each member's
+  // lanes read at each load it had (the median of its splits' paces), and moves a split under way
+  // only to a member whose lanes read, at the load the move would give it, at least (10^6 +
+  // pace_gain_ppm) / 10^6 times its pace, or one not measured yet (a newcomer). A fleet whose lanes
+  // read at one pace moves nothing under way for balance; one whose members slow down with load
+  // still does. 0 .. 10^7.
   bool balance_by_pace = true;
   std::uint32_t pace_gain_ppm = 500'000;  // 50 %: see docs/performance.md ("The tail of a job")
 

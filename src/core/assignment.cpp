@@ -350,7 +350,8 @@ WorkState sticky_and_fill(const AssignmentInput& in) {
   return st;
 }
 
-// Pass 3. A move (split s on member f, to member t with a free lane) is admitted iff
+// Pass 3, the splits without a pace (the paced ones: assignment_pace.cpp; improve() alternates the
+// two). A move (split s on member f, to member t with a free lane) is admitted iff
 // w(s) > 0 and load(f) > load(t) + w(s) — exactly when it lowers the sum of squared loads (a
 // zero-weight split changes no load, so moving it would be a drain for nothing). For a given f,
 // the best target is the lightest member with a free lane (any admitted target could be replaced

@@ -19,7 +19,9 @@
 // Splits beyond the fleet's lane budget stay unassigned: they are the queue.
 //
 // Cost: O((S + moves) · log M) time and O(S + M) memory for S splits and M members (plus the
-// per-member sort of the output by split id, O(S log(S/M)) string comparisons).
+// per-member sort of the output by split id, O(S log(S/M)) string comparisons). With U splits
+// under way, pass 3 runs in rounds of O(S + U log U + M log M), each but the last moving at least
+// one split (docs/work-assignment.md, "Complexity").
 #pragma once
 
 #include <cstdint>

@@ -4,7 +4,7 @@
 // first (unknown ahead of every known pace), a prefix of that order. The best admitted target is
 // the lightest member of the prefix with a free lane, other than the giver (a lighter target
 // admits every move a heavier one does), found in a min-tree over the order: O(log M) per split
-// looked at and per move.
+// looked at and per move, O(P log P + M log M) per round over P splits under way.
 #include <algorithm>
 
 #include "core/assignment_passes.hpp"
@@ -92,18 +92,29 @@ bool movable_paced(const WorkState& st, std::size_t j) {
          WideLoad{st.weight[j]} > st.threshold;
 }
 
+// The splits under way that may move, heaviest first (ties by rank): a heavier admitted move
+// lowers the pair's imbalance more per drain, and the order depends only on (weight, id, seed).
+std::vector<std::uint32_t> candidates(const WorkState& st) {
+  std::vector<std::uint32_t> out;
+  for (std::size_t j = 0; j < st.in->splits.size(); ++j) {
+    if (movable_paced(st, j)) out.push_back(static_cast<std::uint32_t>(j));
+  }
+  std::sort(out.begin(), out.end(), [&st](std::uint32_t a, std::uint32_t b) {
+    if (st.weight[a] != st.weight[b]) return st.weight[a] > st.weight[b];
+    return st.split_rank[a] < st.split_rank[b];
+  });
+  return out;
+}
+
 }  // namespace
 
 std::uint64_t improve_paced(WorkState& st) {
   const AssignmentInput& in = *st.in;
-  const std::size_t s_count = in.splits.size();
-  bool any = false;
-  for (std::size_t j = 0; j < s_count && !any; ++j) any = movable_paced(st, j);
-  if (!any) return 0;
+  const std::vector<std::uint32_t> splits = candidates(st);
+  if (splits.empty()) return 0;
   OpenTree open(st, by_pace(st));
   std::uint64_t moves = 0;
-  for (std::size_t r = 0; r < s_count; ++r) {  // in rank order: deterministic
-    const std::uint32_t j = st.by_split_rank[r];
+  for (const std::uint32_t j : splits) {
     if (!movable_paced(st, j)) continue;
     const auto f = static_cast<std::uint32_t>(st.at[j]);
     const std::optional<std::uint64_t> pace = in.splits[j].pace;
@@ -115,8 +126,8 @@ std::uint64_t improve_paced(WorkState& st) {
                              }) -
         order.begin());
     const std::int32_t t = open.lightest(k, f);
-    if (t < 0 || !improves(st.load[f], st.load[static_cast<std::size_t>(t)], st.weight[j],
-                           st.threshold)) {
+    if (t < 0 ||
+        !improves(st.load[f], st.load[static_cast<std::size_t>(t)], st.weight[j], st.threshold)) {
       continue;
     }
     if (st.improving_moves >= st.max_improving_moves) {

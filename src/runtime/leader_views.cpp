@@ -65,6 +65,14 @@ void LeaderViews::count(const core::SplitRecord& r, bool add) {
   if (tally != nullptr) *tally = add ? *tally + 1 : *tally - 1;
 }
 
+void LeaderViews::observe_pace(core::PaceMeter& pace, const core::SplitRecord& rec,
+                               std::optional<TimePoint> observed_at) const {
+  if (!observed_at || !rec.progress.done) return;
+  pace.observe(
+      std::chrono::duration_cast<std::chrono::milliseconds>(observed_at->time_since_epoch()),
+      *rec.progress.done);
+}
+
 bool LeaderViews::put_split(const std::string& id, core::SplitRecord rec, Revision rev,
                             std::optional<TimePoint> observed_at) {
   const bool was_damaged = split_damage_.erase(id) > 0;
@@ -78,7 +86,9 @@ bool LeaderViews::put_split(const std::string& id, core::SplitRecord rec, Revisi
     const bool unheld =
         !was_damaged && rec.status == core::SplitStatus::runnable && !rec.owner.has_value();
     count(rec, true);
-    splits_.emplace(id, SplitView{std::move(rec), rev, 0, core::PaceMeter{}});
+    core::PaceMeter pace;
+    observe_pace(pace, rec, observed_at);
+    splits_.emplace(id, SplitView{std::move(rec), rev, 0, pace});
     if (!unheld) return true;
     ++unheld_added_;
     return false;
@@ -100,11 +110,7 @@ bool LeaderViews::put_split(const std::string& id, core::SplitRecord rec, Revisi
   } else if (after > before) {
     step = after - before;
   }
-  if (observed_at && rec.progress.done) {
-    pace.observe(
-        std::chrono::duration_cast<std::chrono::milliseconds>(observed_at->time_since_epoch()),
-        *rec.progress.done);
-  }
+  observe_pace(pace, rec, observed_at);
   it->second = SplitView{std::move(rec), rev, step, pace};
   return changed;
 }

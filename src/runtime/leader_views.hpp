@@ -77,6 +77,9 @@ class LeaderViews {
   bool on_split_event(const WatchEvent& e, TimePoint now);
   bool on_cordon_event(const WatchEvent& e);
   void count(const core::SplitRecord& r, bool add);
+  // Feeds a commit the leader watched to the split's pace.
+  void observe_pace(core::PaceMeter& pace, const core::SplitRecord& rec,
+                    std::optional<TimePoint> observed_at) const;
 
   const MemberContext& ctx_;
   WatchSlot splits_watch_, cordons_watch_;

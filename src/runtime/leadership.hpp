@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/assignment.hpp"
+#include "core/lane_pace.hpp"
 #include "core/rebalance_delay.hpp"
 #include "core/records.hpp"
 #include "core/remaining_work.hpp"
@@ -147,9 +148,9 @@ class Leadership {
   std::map<std::string, std::vector<std::string>> published_;
   // Splits moved from a live holder, and when: pinned for rebalance_cooldown (publish.cpp).
   std::unordered_map<std::string, TimePoint> moved_at_;
-  // Each live member's lane pace, the last one seen while it held splits under way (publish.cpp:
-  // the pace rule). Pruned to the live members at every computation.
-  std::unordered_map<std::string, std::uint64_t> lane_pace_;
+  // What each live member's lanes read at each load it had (publish.cpp: the pace rule). Pruned to
+  // the live members at every computation; at most LanePaceHistory::kMaxLoads entries each.
+  std::unordered_map<std::string, core::LanePaceHistory> lane_pace_;
   std::optional<SeedJob> seeding_;
   bool planning_ = false;
   bool planning_repair_ = false;        // the plan running now is a repair re-plan

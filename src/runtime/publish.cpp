@@ -95,36 +95,46 @@ void add_splits(const LeaderViews& lv, const FleetViews& views, const MemberInde
     s.holder_departed = (lease_owner && s.lease_owner == core::kNoMember) ||
                         (v.rec.owner && s.record_owner == core::kNoMember);
     in.splits.push_back(std::move(s));
-    paces.push_back(v.rec.progress.done ? v.pace.per_kilosecond() : std::nullopt);
+    paces.push_back(v.rec.progress.done ? v.pace.per_kilosecond(
+                                              std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                  now.time_since_epoch()))
+                                        : std::nullopt);
   }
 }
 
 // The pace rule (core/lane_pace.hpp): a split under way moves for balance only to a member whose
-// lanes read it faster. Each member's lane pace is the median of its splits' measured paces,
-// remembered while it holds none (`lane_pace`, pruned to the live members).
+// lanes read it faster. Each member's history records the median of its splits' measured paces
+// at the load (splits held) it had; its lane pace for the rule is what it read at one split more
+// than it holds now, the load a move would give it (`history`, pruned to the live members).
 void apply_paces(core::AssignmentInput& in, std::span<const std::optional<std::uint64_t>> paces,
                  const MemberIndex& index, std::uint32_t gain_ppm,
-                 std::unordered_map<std::string, std::uint64_t>& lane_pace) {
+                 std::unordered_map<std::string, core::LanePaceHistory>& history) {
   std::vector<std::vector<std::uint64_t>> seen(in.members.size());
+  std::vector<std::uint32_t> held(in.members.size(), 0);
   for (std::size_t j = 0; j < in.splits.size(); ++j) {
     in.splits[j].pace = paces[j];
     const std::int32_t owner = in.splits[j].record_owner;
-    if (owner != core::kNoMember && paces[j]) {
-      seen[static_cast<std::size_t>(owner)].push_back(*paces[j]);
-    }
+    if (owner == core::kNoMember) continue;
+    ++held[static_cast<std::size_t>(owner)];
+    if (paces[j]) seen[static_cast<std::size_t>(owner)].push_back(*paces[j]);
   }
-  std::erase_if(lane_pace, [&](const auto& e) { return index.count(e.first) == 0; });
+  std::erase_if(history, [&](const auto& e) { return index.count(e.first) == 0; });
   for (std::size_t m = 0; m < in.members.size(); ++m) {
     core::AssignMember& member = in.members[m];
-    if (auto median = core::median_pace(std::move(seen[m]))) lane_pace[member.id] = *median;
-    if (auto it = lane_pace.find(member.id); it != lane_pace.end()) member.lane_pace = it->second;
-  }
-  // A split its owner has just started is not measured yet: it reads at about its owner's lane
-  // pace, so a move of it must find a faster lane too (or an unknown one).
-  for (core::AssignSplit& s : in.splits) {
-    if (!s.pace && s.record_owner != core::kNoMember) {
-      s.pace = in.members[static_cast<std::size_t>(s.record_owner)].lane_pace;
+    if (auto median = core::median_pace(std::move(seen[m]))) {
+      history[member.id].observe(held[m], *median);
     }
+    if (auto it = history.find(member.id); it != history.end()) {
+      member.lane_pace = it->second.at(held[m] + 1);
+    }
+  }
+  // A split its owner has just started is not measured yet: it reads at about what its owner's
+  // lanes read at the owner's load, so a move of it must find a faster lane too (or an unknown).
+  for (core::AssignSplit& s : in.splits) {
+    if (s.pace || s.record_owner == core::kNoMember) continue;
+    const auto m = static_cast<std::size_t>(s.record_owner);
+    if (auto it = history.find(in.members[m].id); it != history.end())
+      s.pace = it->second.at(held[m]);
   }
   in.pace_gain_ppm = gain_ppm;
 }

@@ -436,7 +436,7 @@ TEST(Assignment, a_pinned_split_stays_while_its_holder_has_a_lane) {
 // The pace rule (core/lane_pace.hpp). a holds two splits under way at 10 per second; b is idle.
 // By weight, moving one to b would halve a's load; it moves only where b's lanes read it faster by
 // the gain (25 %), or b's pace is unknown. A split without a pace moves as pass 3 always did.
-TEST(Assignment, a_split_under_way_moves_only_to_a_faster_lane) {
+TEST(Assignment, a_split_under_way_needs_a_lane_faster_by_the_gain) {
   auto moves_to_b = [](std::optional<std::uint64_t> b_pace, std::optional<std::uint64_t> pace) {
     Fleet f;
     f.member("a", 2).member("b", 2);
