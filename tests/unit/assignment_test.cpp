@@ -487,7 +487,10 @@ TEST(Assignment, paced_and_free_splits_settle_together) {
   f.input().pace_gain_ppm = 250'000;
   const Assignment out = f.run();
   f.expect_sound();
-  EXPECT_GT(out.stats.moved_for_improvement, 0u);
+  EXPECT_GT(out.stats.improving_moves, 0u);
+  const auto on_b = f.of("b");
+  EXPECT_TRUE(
+      std::any_of(on_b.begin(), on_b.end(), [](const std::string& id) { return id[0] == 'p'; }));
   EXPECT_FALSE(f.of("c").empty());
   for (const std::string& id : f.of("c")) EXPECT_EQ(id[0], 'f');  // c reads no faster than a
 }
