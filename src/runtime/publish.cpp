@@ -23,7 +23,9 @@
 // that move only a split's remaining work (the weight balanced on, progress.done) recompute at
 // most once per progress_interval (a busy job costs the leader one computation per interval, not
 // one per commit, publishing only the records that changed), and a split moved for balance is
-// pinned for rebalance_cooldown, with a recomputation when that ends.
+// pinned for rebalance_cooldown, with a recomputation when that ends. The pace rule's paces come
+// from the same commits, timed by the leader's clock as its watch delivers them (leader_views.cpp)
+// and read at the computation (a stall lowers a pace): no write and no key of their own.
 #include <fmt/format.h>
 
 #include <algorithm>
