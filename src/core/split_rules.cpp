@@ -29,7 +29,9 @@ bool finishes_later(const SplitCandidate& a, const SplitCandidate& b) {
   return a.id < b.id;
 }
 
-std::uint64_t saturating_sub(std::uint64_t a, std::uint64_t b) { return a > b ? a - b : 0; }
+std::uint64_t saturating_sub(std::uint64_t a, std::uint64_t b) {
+  return a > b ? a - b : 0;
+}
 
 }  // namespace
 
@@ -63,10 +65,9 @@ std::vector<SplitRequest> split_requests(std::span<const SplitCandidate> candida
     if (splittable(c, limits)) eligible.push_back(&c);
   }
   const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(budget, eligible.size()));
-  std::partial_sort(eligible.begin(), eligible.begin() + static_cast<std::ptrdiff_t>(n),
-                    eligible.end(), [](const SplitCandidate* a, const SplitCandidate* b) {
-                      return finishes_later(*a, *b);
-                    });
+  std::partial_sort(
+      eligible.begin(), eligible.begin() + static_cast<std::ptrdiff_t>(n), eligible.end(),
+      [](const SplitCandidate* a, const SplitCandidate* b) { return finishes_later(*a, *b); });
   std::vector<SplitRequest> out;
   out.reserve(n);
   for (std::size_t i = 0; i < n; ++i) out.push_back(SplitRequest{eligible[i]->id});

@@ -92,7 +92,8 @@ RC_GTEST_PROP(SplitRules, the_latest_finishers_are_asked_and_as_many_as_fit, ())
   for (const auto& c : k.candidates) outstanding += c.requested ? 1 : 0;
   const std::uint64_t lanes = k.free_lanes > outstanding ? k.free_lanes - outstanding : 0;
   const std::uint64_t used = k.limits.dynamic_splits_so_far + outstanding;
-  const std::uint64_t cap = k.limits.max_dynamic_splits > used ? k.limits.max_dynamic_splits - used : 0;
+  const std::uint64_t cap =
+      k.limits.max_dynamic_splits > used ? k.limits.max_dynamic_splits - used : 0;
   RC_ASSERT(out.size() == std::min<std::uint64_t>({lanes, cap, eligible}));
   for (const auto& left : k.candidates) {
     if (!splittable(left, k.limits) || asked.count(left.id)) continue;
