@@ -1,6 +1,7 @@
 // CoordinatorConfig::validate: every rule named, so a misconfiguration fails at construction.
 #include <fmt/format.h>
 
+#include "core/assignment.hpp"
 #include "core/keys.hpp"
 #include "etlc/config.hpp"
 #include "etlc/errors.hpp"
@@ -34,7 +35,7 @@ void CoordinatorConfig::validate() const {
   if (pin_remaining_ppm > 1'000'000) {
     fail(fmt::format("pin_remaining_ppm must be in 0..1000000 (got {})", pin_remaining_ppm));
   }
-  if (pace_gain_ppm > 10'000'000) {
+  if (pace_gain_ppm > core::kMaxPaceGainPpm) {
     fail(fmt::format("pace_gain_ppm must be in 0..10000000 (got {})", pace_gain_ppm));
   }
   if (damping_ppm_of_mean > 1'000'000) {

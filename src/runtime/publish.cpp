@@ -30,7 +30,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <span>
 #include <unordered_map>
 
 #include "core/assignment.hpp"
@@ -53,11 +52,17 @@ using MemberIndex = std::unordered_map<std::string, std::int32_t>;
 // Progress-only recomputations wait at least this many times the last computation's duration.
 constexpr int kProgressCostFactor = 10;
 
-// The runnable splits as desired_assignment sees them.
+// The pace rule applies to splits balanced on what remains (docs/work-assignment.md, "Pace").
+bool pace_rule_on(const CoordinatorConfig& config) {
+  return config.balance_on_remaining_work && config.balance_by_pace;
+}
+
+// The runnable splits as desired_assignment sees them (with their measured paces under the pace
+// rule).
 void add_splits(const LeaderViews& lv, const FleetViews& views, const MemberIndex& index,
                 const core::RebalanceDelay& delay, const CoordinatorConfig& config,
                 const std::unordered_map<std::string, TimePoint>& cooling, TimePoint now,
-                core::AssignmentInput& in, std::vector<std::optional<std::uint64_t>>& paces) {
+                core::AssignmentInput& in) {
   // previous assignee per split, from the published records (any term)
   std::unordered_map<std::string, std::int32_t> previous;
   for (const auto& [member, v] : views.assigns()) {
@@ -71,7 +76,8 @@ void add_splits(const LeaderViews& lv, const FleetViews& views, const MemberInde
     return it == index.end() ? core::kNoMember : it->second;
   };
   in.splits.reserve(lv.splits().size());
-  paces.reserve(lv.splits().size());
+  const bool by_pace = pace_rule_on(config);
+  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch());
   for (const auto& [id, v] : lv.splits()) {
     if (v.rec.status != core::SplitStatus::runnable) continue;
     core::AssignSplit s;
@@ -96,11 +102,8 @@ void add_splits(const LeaderViews& lv, const FleetViews& views, const MemberInde
                  s.record_owner == core::kNoMember;
     s.holder_departed = (lease_owner && s.lease_owner == core::kNoMember) ||
                         (v.rec.owner && s.record_owner == core::kNoMember);
+    if (by_pace && v.rec.progress.done) s.pace = v.pace.per_kilosecond(now_ms);
     in.splits.push_back(std::move(s));
-    paces.push_back(v.rec.progress.done ? v.pace.per_kilosecond(
-                                              std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                  now.time_since_epoch()))
-                                        : std::nullopt);
   }
 }
 
@@ -108,17 +111,15 @@ void add_splits(const LeaderViews& lv, const FleetViews& views, const MemberInde
 // lanes read it faster. Each member's history records the median of its splits' measured paces
 // at the load (splits held) it had; its lane pace for the rule is what it read at one split more
 // than it holds now, the load a move would give it (`history`, pruned to the live members).
-void apply_paces(core::AssignmentInput& in, std::span<const std::optional<std::uint64_t>> paces,
-                 const MemberIndex& index, std::uint32_t gain_ppm,
+// add_splits set each split's measured pace.
+void apply_paces(core::AssignmentInput& in, const MemberIndex& index, std::uint32_t gain_ppm,
                  std::unordered_map<std::string, core::LanePaceHistory>& history) {
   std::vector<std::vector<std::uint64_t>> seen(in.members.size());
   std::vector<std::uint32_t> held(in.members.size(), 0);
-  for (std::size_t j = 0; j < in.splits.size(); ++j) {
-    in.splits[j].pace = paces[j];
-    const std::int32_t owner = in.splits[j].record_owner;
-    if (owner == core::kNoMember) continue;
-    ++held[static_cast<std::size_t>(owner)];
-    if (paces[j]) seen[static_cast<std::size_t>(owner)].push_back(*paces[j]);
+  for (const core::AssignSplit& s : in.splits) {
+    if (s.record_owner == core::kNoMember) continue;
+    ++held[static_cast<std::size_t>(s.record_owner)];
+    if (s.pace) seen[static_cast<std::size_t>(s.record_owner)].push_back(*s.pace);
   }
   std::erase_if(history, [&](const auto& e) { return index.count(e.first) == 0; });
   for (std::size_t m = 0; m < in.members.size(); ++m) {
@@ -135,8 +136,9 @@ void apply_paces(core::AssignmentInput& in, std::span<const std::optional<std::u
   for (core::AssignSplit& s : in.splits) {
     if (s.pace || s.record_owner == core::kNoMember) continue;
     const auto m = static_cast<std::size_t>(s.record_owner);
-    if (auto it = history.find(in.members[m].id); it != history.end())
+    if (auto it = history.find(in.members[m].id); it != history.end()) {
       s.pace = it->second.at(held[m]);
+    }
   }
   in.pace_gain_ppm = gain_ppm;
 }
@@ -213,11 +215,8 @@ void Leadership::publish_assignment(TimePoint now) {
   std::erase_if(moved_at_,  // cooldowns that ended: those splits may move for balance again
                 [&](const auto& e) { return now - e.second >= ctx_.config.rebalance_cooldown; });
   if (!views_.paused()) {
-    std::vector<std::optional<std::uint64_t>> paces;
-    add_splits(leader_views_, views_, index, delay_, ctx_.config, moved_at_, now, in, paces);
-    if (ctx_.config.balance_on_remaining_work && ctx_.config.balance_by_pace) {
-      apply_paces(in, paces, index, ctx_.config.pace_gain_ppm, lane_pace_);
-    }
+    add_splits(leader_views_, views_, index, delay_, ctx_.config, moved_at_, now, in);
+    if (pace_rule_on(ctx_.config)) apply_paces(in, index, ctx_.config.pace_gain_ppm, lane_pace_);
   }
   const core::Assignment out = core::desired_assignment(in);
   if (out.stats.backstop_bound) {

@@ -232,8 +232,7 @@ ShapeOverrides parse_overrides(std::string_view text, FaultRates& r) {
           "watch_drop, watch_delay, stale, operator, op_fail, op_unknown, planner_fail, skew_ppm, "
           "grow, poison, unsafe, sink_fail, sink_unknown, unsafe_sink, unsafe_lapse, report_done, "
           "remaining_work, damping_ppm, pin_ppm, cooldown_ms, pace, pace_gain_ppm, even_pace, "
-          "members, "
-          "splits, fault_s)",
+          "members, splits, fault_s)",
           name));
     }
   }
