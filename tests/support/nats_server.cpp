@@ -396,6 +396,30 @@ std::string NatsServer::diagnostics(std::size_t bytes) {
 // ---------------------------------------------------------------------------------------------
 NatsCluster::NatsCluster(std::size_t size, NatsServerConfig base, std::string name) {
   if (size < 1) throw std::invalid_argument("NatsCluster needs at least one node");
+  // The cluster ports are picked free and released before the nodes bind them, so another process
+  // (a suite starting servers at the same time) can take one in between, and the node that cannot
+  // bind it exits during start-up. Start again on fresh ports, a bounded number of times.
+  constexpr int kStartAttempts = 4;
+  for (int attempt = 1;; ++attempt) {
+    try {
+      start_nodes(size, base, name);
+      break;
+    } catch (const std::runtime_error&) {
+      nodes_.clear();  // stops the nodes that did start
+      if (attempt == kStartAttempts) throw;
+    }
+  }
+  const auto timeout = base.start_timeout;
+  if (!wait_healthy(timeout)) {
+    std::string logs;
+    for (const auto& n : nodes_) logs += n->server_name() + ":\n" + n->log_tail(1500) + "\n";
+    throw std::runtime_error("NatsCluster: not healthy within " + std::to_string(timeout.count()) +
+                             " ms\n" + logs);
+  }
+}
+
+void NatsCluster::start_nodes(std::size_t size, const NatsServerConfig& base,
+                              const std::string& name) {
   std::vector<int> cluster_ports;
   for (std::size_t i = 0; i < size; ++i) cluster_ports.push_back(pick_free_port());
   for (std::size_t i = 0; i < size; ++i) {
@@ -404,15 +428,8 @@ NatsCluster::NatsCluster(std::size_t size, NatsServerConfig base, std::string na
     config.cluster_name = name;
     config.cluster_port = cluster_ports[i];
     config.route_ports = cluster_ports;  // a route to itself is ignored by the server
-    config.wait_healthy = false;         // healthy needs a quorum: checked below
+    config.wait_healthy = false;         // healthy needs a quorum: the constructor waits
     nodes_.push_back(std::make_unique<NatsServer>(std::move(config)));
-  }
-  const auto timeout = base.start_timeout;
-  if (!wait_healthy(timeout)) {
-    std::string logs;
-    for (const auto& n : nodes_) logs += n->server_name() + ":\n" + n->log_tail(1500) + "\n";
-    throw std::runtime_error("NatsCluster: not healthy within " + std::to_string(timeout.count()) +
-                             " ms\n" + logs);
   }
 }
 

@@ -143,6 +143,8 @@ class NatsCluster {
   bool wait_healthy(std::chrono::milliseconds timeout) const;
 
  private:
+  // Starts the nodes on freshly picked cluster ports; throws if one exits during start-up.
+  void start_nodes(std::size_t size, const NatsServerConfig& base, const std::string& name);
   std::vector<std::unique_ptr<NatsServer>> nodes_;
 };
 
