@@ -74,6 +74,8 @@ class Coordinator final : public MemberApi {
   CommitResult fail(std::string_view split_id, std::string_view reason,
                     std::uint64_t epoch = kAnyEpoch) override;
   CommitResult release_drained(std::string_view split_id, std::uint64_t epoch = kAnyEpoch) override;
+  CommitResult split(std::string_view split_id, const SplitProgress& progress,
+                     const SplitResidual& residual, std::uint64_t epoch = kAnyEpoch) override;
   void decline_revoke(std::string_view split_id, std::uint64_t epoch = kAnyEpoch) override;
   // Graceful releases (no attempt consumed). Unknown ids are ignored.
   void release(std::span<const std::string> split_ids);

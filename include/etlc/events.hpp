@@ -31,6 +31,15 @@ struct RevokeRequested {
   std::uint64_t epoch = 0;  // the tenancy being revoked (SplitGranted::epoch); pass it on
 };
 
+// The leader asks this member to split a split it holds (dynamic splitting): lanes elsewhere are
+// idle and this split would end last. Ask the lane (Lane::split(keep)) and, if it cuts, call
+// split() with the residual; ignoring the request is always safe. The Driver does all of this.
+struct SplitRequested {
+  std::string split_id;
+  std::uint64_t epoch = 0;  // the tenancy the request names (SplitGranted::epoch); pass it on
+  double keep = 0.5;        // keep at least this fraction of the remaining work (0 < keep < 1)
+};
+
 enum class LossReason : std::uint8_t {
   fenced,           // a commit lost the fence: another member owns a newer epoch
   revoked,          // a revocation was declined or outran drain_deadline (forced)
@@ -75,7 +84,7 @@ struct Fatal {
 };
 
 using Event = std::variant<SplitGranted, RevokeRequested, SplitLost, SplitQuarantined, AllComplete,
-                           Stalled, Fatal>;
+                           Stalled, Fatal, SplitRequested>;
 
 std::string_view to_string(LossReason reason) noexcept;
 

@@ -29,6 +29,7 @@
 
 #include "etlc/events.hpp"
 #include "etlc/split.hpp"
+#include "etlc/split_source.hpp"
 
 namespace etlc {
 
@@ -99,6 +100,17 @@ class MemberApi {
   // Ends a cooperative drain (RevokeRequested) after its final commit: releases the split,
   // replay-free, without consuming an attempt.
   virtual CommitResult release_drained(std::string_view split_id, std::uint64_t epoch) = 0;
+  // Dynamic splitting: makes `residual`, which the split's lane cut from its range (Lane::split),
+  // a split of its own, and commits `progress` (the lane's durable progress after the cut, whose
+  // state carries the new end) in the same fenced write. The residual's records are created
+  // first, unclaimable, and become claimable only once this write names them, so every row is
+  // read by this split or by the residual's, whatever fails where. Retry a retryable answer with
+  // the same residual (and the progress now durable) before any other commit of the split: a
+  // commit or completion that carried the cut without the residual would lose its rows. Throws
+  // UsageError for a residual that cannot be a split (descriptor too large, progress going back,
+  // the split's cut limit reached); the split must then be failed, not completed.
+  virtual CommitResult split(std::string_view split_id, const SplitProgress& progress,
+                             const SplitResidual& residual, std::uint64_t epoch);
   // Refuses a revocation: the release is forced now (SplitLost{revoked} follows). Ignored when
   // the split is not held, not being revoked, or (epoch != kAnyEpoch) held in another epoch than
   // RevokeRequested::epoch named, so a late answer cannot force a newer tenancy out.

@@ -74,6 +74,16 @@ struct StepResult {
   static StepResult fenced(std::string why) { return {Status::fenced, std::move(why)}; }
 };
 
+// What a lane gives up when it splits itself (Lane::split): the unread tail of its range, as the
+// descriptor of a new split and that split's weight. The descriptor is opaque to the library,
+// like every planned descriptor; the new split is opened by this same SplitSource.
+struct SplitResidual {
+  std::string descriptor;    // at most kMaxDescriptorBytes
+  std::uint64_t weight = 0;  // in the planned weights' units
+
+  friend bool operator==(const SplitResidual&, const SplitResidual&) = default;
+};
+
 // Why a lane ends (the argument of Lane::close).
 enum class LaneEnd : std::uint8_t {
   completed,  // end of split, and the completion was committed
@@ -106,6 +116,21 @@ class Lane {
   // uncommitted tail is replayed by the next owner). The default stops between two steps, which
   // is a safe boundary for a lane that hands records over synchronously.
   virtual std::optional<SplitProgress> drain() { return durable_progress(); }
+
+  // Optional (dynamic splitting, docs/work-assignment.md "Splitting a split under way"): asked to
+  // give the unread tail of the split to another lane, cut at or after `keep` (0 < keep < 1) of
+  // the work this lane has not read yet. A lane that can: picks a cut beyond everything it has
+  // read and handed to its sink, shrinks its own range to end there, and returns the rest. From
+  // then on durable_progress() must carry the new end in its state (SplitProgress::state, even
+  // when nothing else is new), so a lane resumed from it stops at the cut; the Driver commits
+  // that progress in the same fenced write that creates the residual's split. If that write
+  // never lands (the split is lost first), the next owner resumes from the progress before the
+  // cut and reads the whole range: nothing is lost. The default declines (nullopt), as does a
+  // lane too near its end to cut. Throwing declines too.
+  virtual std::optional<SplitResidual> split(double keep) {
+    (void)keep;
+    return std::nullopt;
+  }
 
   // Called once, last. `end` says why; after `lost` or `aborted` nothing more will be committed
   // for this tenancy, so the lane may drop buffered output.

@@ -17,6 +17,12 @@
 
 namespace etlc {
 
+CommitResult MemberApi::split(std::string_view split_id, const SplitProgress& progress,
+                              const SplitResidual& residual, std::uint64_t epoch) {
+  (void)progress, (void)residual, (void)epoch;
+  throw UsageError(fmt::format("split of '{}': this member does not split splits", split_id));
+}
+
 std::string_view to_string(CommitStatus s) noexcept {
   switch (s) {
     case CommitStatus::durable:
@@ -197,6 +203,11 @@ void Coordinator::release(std::span<const std::string> split_ids) {
 
 CommitResult Coordinator::release_drained(std::string_view split_id, std::uint64_t epoch) {
   return member_->splits().release_drained(split_id, epoch);
+}
+
+CommitResult Coordinator::split(std::string_view split_id, const SplitProgress& progress,
+                                const SplitResidual& residual, std::uint64_t epoch) {
+  return member_->splits().split(split_id, progress, residual, epoch);
 }
 
 void Coordinator::decline_revoke(std::string_view split_id, std::uint64_t epoch) {
