@@ -10,10 +10,14 @@
 //
 // The lane and `verify` both read through CsvFile, so they agree on what a row is; the parser is
 // tested on its own against hand-written cases (tests/examples/csv_test.cpp).
+//
+// A file can be read in byte ranges (a split of part of a file): next_boundary finds where one
+// range may end and the next begin, by reading a little around the cut point.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +38,22 @@ struct CsvParse {
 // Parses the record at `pos` of `data` into `fields` (reusing its strings). `pos` must be a
 // record boundary. Returns Kind::end when only blank lines remain.
 CsvParse parse_csv_record(std::string_view data, std::size_t pos, std::vector<std::string>& fields);
+
+// How far before a cut point next_boundary reads when no boundary is known nearer: a record's
+// interior line starts all lie within kMaxRecordBytes + 1 of its start (only quoted fields span
+// lines, and each ends by then or is malformed), so a window longer than that holds a boundary.
+inline constexpr std::size_t kCutSlack = 64 << 10;
+inline constexpr std::size_t kCutWindow = kMaxRecordBytes + 1 + kCutSlack;
+
+// The first record boundary at or after `target` (target <= data.size()): a position reading
+// from the file's start reaches, a record's start or the position after it, where one range may
+// end and the next begin so that each record is read by exactly one of them. `known` <= target
+// must be such a boundary (0, or an earlier result). data.size() when no boundary lies between
+// `target` and the end. nullopt when the boundary cannot be told from the kCutWindow bytes before
+// `target` (reading starts there when `known` is further back): a line longer than kCutSlack
+// near the cut point, or line starts that read on to different boundaries.
+std::optional<std::size_t> next_boundary(std::string_view data, std::size_t known,
+                                         std::size_t target);
 
 // True if `s` is valid UTF-8 (no overlongs, no surrogates, at most U+10FFFF).
 bool valid_utf8(std::string_view s) noexcept;
