@@ -54,13 +54,6 @@ std::size_t reach(std::string_view data, std::size_t pos, std::size_t target,
   return at;
 }
 
-// The start of the last line that begins before `target` (0 when there is none).
-std::size_t last_line_start_before(std::string_view data, std::size_t target) {
-  if (target < 2) return 0;
-  const std::size_t nl = data.rfind('\n', target - 2);
-  return nl == std::string_view::npos ? 0 : nl + 1;
-}
-
 }  // namespace
 
 bool valid_utf8(std::string_view s) noexcept {
@@ -231,14 +224,17 @@ std::optional<std::size_t> next_boundary(std::string_view data, std::size_t know
   if (target <= known || target - known <= kCutWindow) {
     return reach(data, known, target, memo, fields);
   }
-  // Read from every line start in the window: the true reading passes through one of them (the
-  // window is longer than any record's lines), so if they all reach the same boundary, so does
-  // it. Without a line start in the last kCutSlack bytes that argument does not hold.
+  // Read from every line start in [from, last], `last` the first line start past
+  // from + kMaxRecordBytes. The true reading stands on one of them: a record's interior line
+  // starts all lie within kMaxRecordBytes of its start, so no record spans all of them. If they
+  // all reach the same boundary, so does the true reading. The line starts after `last` are not
+  // asked: those inside a field spanning lines may not have fallen in step by the target.
   const std::size_t from = target - kCutWindow;
-  if (last_line_start_before(data, target) < from + kMaxRecordBytes + 1) return std::nullopt;
+  const std::size_t last_nl = data.find('\n', from + kMaxRecordBytes);
+  if (last_nl == std::string_view::npos || last_nl + 1 >= target) return std::nullopt;
+  const std::size_t last = last_nl + 1;
   std::optional<std::size_t> agreed;
-  for (std::size_t nl = data.find('\n', from - 1);
-       nl != std::string_view::npos && nl + 1 < target;) {
+  for (std::size_t nl = data.find('\n', from - 1); nl != std::string_view::npos && nl < last;) {
     const std::size_t line = nl + 1;
     const std::size_t at = reach(data, line, target, memo, fields);
     if (agreed && *agreed != at) return std::nullopt;

@@ -40,18 +40,17 @@ struct CsvParse {
 CsvParse parse_csv_record(std::string_view data, std::size_t pos, std::vector<std::string>& fields);
 
 // How far before a cut point next_boundary reads when no boundary is known nearer: a record's
-// interior line starts all lie within kMaxRecordBytes + 1 of its start (only quoted fields span
-// lines, and each ends by then or is malformed), so a window longer than that holds a boundary.
+// interior line starts all lie within kMaxRecordBytes of its start (only quoted fields span lines,
+// and each ends by then or is malformed), so a window longer than that holds a record boundary.
 inline constexpr std::size_t kCutSlack = 64 << 10;
 inline constexpr std::size_t kCutWindow = kMaxRecordBytes + 1 + kCutSlack;
 
-// The first record boundary at or after `target` (target <= data.size()): a position reading
-// from the file's start reaches, a record's start or the position after it, where one range may
-// end and the next begin so that each record is read by exactly one of them. `known` <= target
-// must be such a boundary (0, or an earlier result). data.size() when no boundary lies between
-// `target` and the end. nullopt when the boundary cannot be told from the kCutWindow bytes before
-// `target` (reading starts there when `known` is further back): a line longer than kCutSlack
-// near the cut point, or line starts that read on to different boundaries.
+// Where a range of the file may end and the next begin so that each record is read by exactly
+// one of them: the start of the first record (the header counts) at or after `target`, as read
+// from the file's start; data.size() if none. `known` must be a record start (or 0): reading
+// starts there when it is within kCutWindow of `target`, else from every line start in the
+// window before `target`, and nullopt if they do not all agree (rare: a field spanning many
+// lines) or no line starts in the window's last kCutSlack bytes (a long line).
 std::optional<std::size_t> next_boundary(std::string_view data, std::size_t known,
                                          std::size_t target);
 

@@ -235,7 +235,18 @@ TEST(CutTest, far_from_a_known_boundary_reading_the_window_before_the_point_find
     data += tricky_csv(1000, block % 3 == 0).substr(14);  // without the header
   }
   const std::vector<std::size_t> starts = record_starts(data);
-  for (std::size_t t = kCutWindow + 1; t < data.size(); t += 211'111) {
+  std::vector<std::size_t> points;
+  for (std::size_t t = kCutWindow + 1; t < data.size(); t += 211'111) points.push_back(t);
+  // The hard points: just after a line start inside a record, where reading from that line start
+  // would take a field's second line for a record.
+  std::size_t found = 0;
+  for (std::size_t i = 1; i + 1 < starts.size(); ++i) {
+    const std::size_t nl = data.find('\n', starts[i]);
+    if (starts[i] < kCutWindow || nl + 3 >= starts[i + 1] || ++found % 600 != 0) continue;
+    points.push_back(nl + 2);
+  }
+  ASSERT_GE(points.size(), 20u);
+  for (std::size_t t : points) {
     EXPECT_EQ(next_boundary(data, 0, t), first_start_from(starts, t, data.size())) << "at " << t;
   }
 }
