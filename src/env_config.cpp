@@ -43,6 +43,15 @@ void read_coordinator(EnvReader& r, CoordinatorConfig& c) {
   if (auto v = r.u32("ETLC_PIN_REMAINING_PPM", "pin_remaining_ppm")) c.pin_remaining_ppm = *v;
   if (auto v = r.boolean("ETLC_BALANCE_BY_PACE", "balance_by_pace")) c.balance_by_pace = *v;
   if (auto v = r.u32("ETLC_PACE_GAIN_PPM", "pace_gain_ppm")) c.pace_gain_ppm = *v;
+  if (auto v = r.boolean("ETLC_DYNAMIC_SPLITTING", "dynamic_splitting")) c.dynamic_splitting = *v;
+  if (auto v = r.u64("ETLC_MIN_RESIDUAL_WEIGHT", "min_residual_weight")) {
+    c.min_residual_weight = *v;
+  }
+  if (auto v = r.u32("ETLC_MAX_CHILDREN_PER_SPLIT", "max_children_per_split")) {
+    c.max_children_per_split = *v;
+  }
+  if (auto v = r.u64("ETLC_MAX_DYNAMIC_SPLITS", "max_dynamic_splits")) c.max_dynamic_splits = *v;
+  ms("ETLC_SPLIT_REQUEST_TIMEOUT_MS", "split_request_timeout", c.split_request_timeout);
   if (auto v = r.u64("ETLC_DAMPING_WEIGHT", "damping_weight")) c.damping_weight = *v;
   if (auto v = r.u32("ETLC_DAMPING_PPM_OF_MEAN", "damping_ppm_of_mean")) {
     c.damping_ppm_of_mean = *v;

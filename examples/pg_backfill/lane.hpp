@@ -1,7 +1,13 @@
 // The range-scan source: one lane per split reads its id range by keyset pagination (id > last
 // ORDER BY id LIMIT batch) and writes each page to the sink in one transaction (sink.hpp), so a
 // batch is the unit of both reading and exactly-once writing. Progress: watermark = rows written
-// in the split, state = the last id written.
+// in the split, state = the last id written (and the range's end once cut; cut.hpp).
+//
+// A lane splits (Lane::split) by key: the ids it has not read, from the lowest to the highest one
+// the source holds (two index probes), are cut so that `keep` of that key span stays with the
+// lane; the residual "cut hi" weighs the planned rows left times its share of the span. With
+// fewer than two ids left, the source out of reach, or a batch of unknown outcome that cannot be
+// settled, the lane declines.
 //
 // A database that cannot be reached is not poison: the step waits a little (bounded, watching
 // the stop token), says so in the log (at most every few seconds per lane, naming the database

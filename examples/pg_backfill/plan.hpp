@@ -11,7 +11,8 @@
 // ends at INT64_MAX, so a row with any id belongs to exactly one split. The ids depend only on the
 // buckets: counting gives the same plan whenever the table has not changed (a leader that crashes
 // mid-seeding is replaced by one that plans the same splits); statistics give the same plan while
-// pg_statistic is unchanged (do not re-ANALYZE a table during its backfill).
+// pg_statistic is unchanged (do not re-ANALYZE a table during its backfill). A lane that splits
+// its range under way (lane.hpp) hands over the ids from its cut on in the same "lo hi" form.
 #pragma once
 
 #include <cstdint>

@@ -7,7 +7,8 @@
 //            can write a row twice, and `verify` counts it.
 //   fence    etlc_sink_fence(job, split, epoch, watermark, state): one row per split, in the
 //            sink database: the epoch the split's fence stands at and the sink's own progress of
-//            the split (rows written; state = the last id written). See sink.hpp.
+//            the split (rows written; state = the last id written, and the range's end once
+//            cut: cut.hpp). See sink.hpp.
 #pragma once
 
 #include <string>

@@ -1,5 +1,6 @@
 #include "sink.hpp"
 
+#include "cut.hpp"
 #include "schema.hpp"
 
 namespace pgb {
@@ -141,7 +142,8 @@ SinkWriter::Outcome SinkWriter::write(std::span<const Row> rows, const std::func
   if (rows.empty()) return Outcome::written;
   if (live && !live()) return Outcome::lapsed;
   if (!connect(detail)) return Outcome::retry;
-  const etlc::SplitProgress next{progress_.watermark + rows.size(), std::to_string(rows.back().id)};
+  const etlc::SplitProgress next{progress_.watermark + rows.size(),
+                                 encode_state({rows.back().id, end_})};
   std::string data;
   const std::string tail = "\t" + split_ + "\t" + std::to_string(epoch_) + "\t" + writer_ + "\n";
   for (const Row& r : rows) {

@@ -2,8 +2,9 @@
 // docs/exactly-once.md).
 //
 // The fence table etlc_sink_fence has one row per (job, split): the epoch the split's fence
-// stands at, and the sink's own progress of the split (watermark = rows written, state = the last
-// id written).
+// stands at, and the sink's own progress of the split (watermark = rows written, state = the
+// lane's state after the batch: the last id written and, once a split cut the range, its end;
+// cut.hpp).
 //
 //   open     INSERT ... ON CONFLICT DO UPDATE SET epoch = <mine> WHERE stored epoch <= <mine>
 //            RETURNING watermark, state: one statement that takes the row lock, raises the fence
@@ -90,6 +91,10 @@ class SinkWriter {
 
   const etlc::SplitProgress& progress() const { return progress_; }
 
+  // From the next batch on, the state written also carries the range's end `hi` (a split cut the
+  // range), so a next owner that resumes from the sink's progress stops at the cut as well.
+  void set_end(std::int64_t hi) { end_ = hi; }
+
  private:
   Outcome check_fence(const etlc::SplitProgress& next, std::string& detail);
   bool connect(std::string& detail);
@@ -100,6 +105,7 @@ class SinkWriter {
   std::uint64_t epoch_;
   std::string writer_;
   etlc::SplitProgress progress_;
+  std::optional<std::int64_t> end_;
   std::optional<etlc::SplitProgress> unsettled_;  // a batch whose COMMIT outcome is unknown
   std::unique_ptr<Connection> conn_;
   std::string copy_sql_;

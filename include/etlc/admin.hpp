@@ -87,9 +87,10 @@ inline constexpr std::size_t kMaxGarbageReported = 100;
 inline constexpr std::size_t kMaxMovesReported = 1'000;
 
 // The state of a split's durable record.
-enum class SplitState : std::uint8_t { runnable, completed, quarantined };
+// pending: a residual cut from a split under way (dynamic splitting) that is not claimable yet.
+enum class SplitState : std::uint8_t { runnable, completed, quarantined, pending };
 std::string_view to_string(SplitState s) noexcept;
-// "runnable" / "completed" / "quarantined", or nullopt.
+// "runnable" / "completed" / "quarantined" / "pending", or nullopt.
 std::optional<SplitState> parse_split_state(std::string_view text) noexcept;
 
 // The completion verdict of a plan.
@@ -144,6 +145,8 @@ struct SplitCounts {
   std::uint64_t owned = 0;  // runnable splits whose record names an owner
   std::uint64_t completed = 0;
   std::uint64_t quarantined = 0;
+  std::uint64_t pending = 0;       // residuals not claimable yet (dynamic splitting)
+  std::uint64_t residuals = 0;     // records cut from a split under way, in any status
   std::uint64_t total_weight = 0;  // over every split record (saturating)
 };
 
@@ -278,6 +281,8 @@ struct SplitRow {
   std::uint64_t weight = 0;
   std::uint64_t watermark = 0;
   std::optional<std::string> last_error;
+  std::optional<std::string> parent;  // the split it was cut from (dynamic splitting), if any
+  std::uint32_t children = 0;         // residuals cut from it
 };
 
 struct SplitListing {

@@ -65,6 +65,21 @@ struct CoordinatorConfig {
   bool balance_by_pace = true;
   std::uint32_t pace_gain_ppm = 500'000;  // 50 %: see docs/performance.md ("The tail of a job")
 
+  // Dynamic splitting (docs/work-assignment.md, "Splitting a split under way"). When lanes in the
+  // fleet are free and nothing is queued, the leader asks the owners of the splits that would end
+  // last to cut them (Lane::split), and the residuals go to the free lanes. A source whose lanes
+  // cannot split declines and nothing changes. A request not answered within
+  // split_request_timeout is taken as declined, and not repeated in that tenancy. Bounds: no
+  // residual (nor what its parent keeps) below min_residual_weight (0: 1/8 of the job's mean
+  // planned split weight, at least 1), at most max_children_per_split residuals cut from one
+  // split (1..64) and max_dynamic_splits in the job. Every member of the job must run a release
+  // that reads residuals' records (this one or later) before it is turned on.
+  bool dynamic_splitting = true;
+  std::uint64_t min_residual_weight = 0;
+  std::uint32_t max_children_per_split = 16;
+  std::uint64_t max_dynamic_splits = 1024;
+  std::chrono::milliseconds split_request_timeout{10'000};
+
   // A split moved for balance is not moved for balance again within this (it still moves if its
   // holder leaves or is cordoned): loads that shift with progress cannot make a split chase
   // them from member to member. 0 = no cooldown. 0 .. 1 h.

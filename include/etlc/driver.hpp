@@ -143,6 +143,8 @@ struct DriverStats {
   std::uint32_t lanes_open = 0;      // lanes currently open
   std::uint64_t lanes_opened = 0;    // lanes opened (the source returned a lane)
   std::uint64_t steps = 0;           // Lane::step calls
+  std::uint64_t split_asked = 0;     // SplitRequested events passed to a lane (Lane::split)
+  std::uint64_t split_cuts = 0;      // cuts committed: residuals handed to the job
 };
 
 class Driver {

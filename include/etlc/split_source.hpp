@@ -123,10 +123,11 @@ class Lane {
   // read and handed to its sink, shrinks its own range to end there, and returns the rest. From
   // then on durable_progress() must carry the new end in its state (SplitProgress::state, even
   // when nothing else is new), so a lane resumed from it stops at the cut; the Driver commits
-  // that progress in the same fenced write that creates the residual's split. If that write
-  // never lands (the split is lost first), the next owner resumes from the progress before the
-  // cut and reads the whole range: nothing is lost. The default declines (nullopt), as does a
-  // lane too near its end to cut. Throwing declines too.
+  // that progress in the same fenced write that creates the residual's split, before the next
+  // step() (so write the new end to a sink in step(), never in split()). If that write never lands
+  // (the split is lost first), the next owner resumes from the progress before the cut and reads
+  // the whole range: nothing is lost. The default declines (nullopt), as does a lane too near its
+  // end to cut. Throwing declines too.
   virtual std::optional<SplitResidual> split(double keep) {
     (void)keep;
     return std::nullopt;

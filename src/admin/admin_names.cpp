@@ -11,12 +11,15 @@ std::string_view to_string(SplitState s) noexcept {
       return "completed";
     case SplitState::quarantined:
       return "quarantined";
+    case SplitState::pending:
+      return "pending";
   }
   return "unknown";
 }
 
 std::optional<SplitState> parse_split_state(std::string_view text) noexcept {
-  for (SplitState s : {SplitState::runnable, SplitState::completed, SplitState::quarantined}) {
+  for (SplitState s : {SplitState::runnable, SplitState::completed, SplitState::quarantined,
+                       SplitState::pending}) {
     if (text == to_string(s)) return s;
   }
   return std::nullopt;

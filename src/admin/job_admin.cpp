@@ -95,6 +95,8 @@ SplitListing JobAdmin::splits(const SplitFilter& filter) {
     row.weight = rec.weight;
     row.watermark = rec.progress.watermark;
     row.last_error = rec.last_error;
+    if (rec.cut_from) row.parent = rec.cut_from->split;
+    row.children = static_cast<std::uint32_t>(rec.children.size());
     out.rows.push_back(std::move(row));
   }
   out.garbage = snap.garbage.report();

@@ -150,6 +150,8 @@ SplitState to_public(core::SplitStatus s) noexcept {
       return SplitState::completed;
     case core::SplitStatus::quarantined:
       return SplitState::quarantined;
+    case core::SplitStatus::pending:
+      return SplitState::pending;
   }
   return SplitState::runnable;
 }

@@ -29,6 +29,7 @@ SplitCounts count_splits(const JobSnapshot& snap) {
   for (const auto& [id, rec] : snap.splits) {
     ++c.total;
     c.total_weight = add_sat(c.total_weight, rec.weight);
+    if (rec.cut_from) ++c.residuals;
     switch (rec.status) {
       case core::SplitStatus::runnable:
         ++c.runnable;
@@ -39,6 +40,9 @@ SplitCounts count_splits(const JobSnapshot& snap) {
         break;
       case core::SplitStatus::quarantined:
         ++c.quarantined;
+        break;
+      case core::SplitStatus::pending:
+        ++c.pending;
         break;
     }
   }

@@ -17,6 +17,7 @@
 #include "core/base64.hpp"
 #include "core/keys.hpp"
 #include "core/utf8.hpp"
+#include "etlc/config.hpp"
 #include "etlc/store.hpp"
 
 namespace etlc::core {
@@ -246,6 +247,43 @@ class Fields {
     return out;
   }
 
+  bool has(std::string_view name) const { return find(name) != nullptr; }
+
+  // An array of at most kMaxChildrenPerSplit ids, order kept; absent means empty.
+  std::vector<std::string> optional_ids(std::string_view name) const {
+    std::vector<std::string> out;
+    const Json* v = find(name);
+    if (v == nullptr) return out;
+    if (!v->is_array() || v->size() > kMaxChildrenPerSplit) {
+      wrong_type(name, fmt::format("an array of at most {} ids", kMaxChildrenPerSplit));
+    }
+    for (std::size_t i = 0; i < v->size(); ++i) {
+      out.push_back(as_id(fmt::format("{}[{}]", name, i), (*v)[i]));
+    }
+    return out;
+  }
+
+  // The size of the array `name`, at most max_elements.
+  std::size_t array_size(std::string_view name, std::size_t max_elements) const {
+    const Json& v = required(name);
+    if (!v.is_array() || v.size() > max_elements) {
+      wrong_type(name, fmt::format("an array of at most {} elements", max_elements));
+    }
+    return v.size();
+  }
+
+  // Element i of the array `name` (array_size checked it), which must be an object.
+  Fields element(std::string_view name, std::size_t i) const {
+    const Json& v = required(name)[i];
+    std::string elem = fmt::format("{}[{}]", name, i);
+    if (!v.is_object()) wrong_type(elem, "an object");
+    return Fields(key_, v, path(elem) + ".");
+  }
+
+  [[noreturn]] void fail_field(std::string_view name, std::string_view problem) const {
+    fail(key_, RecordErrc::wrong_type, fmt::format("field {} {}", printable(path(name)), problem));
+  }
+
   std::string path(std::string_view name) const { return prefix_ + std::string(name); }
 
  private:
@@ -316,7 +354,7 @@ void check_key_id(std::string_view key, std::string_view prefix, std::string_vie
   }
 }
 
-constexpr std::string_view kStatusNames[] = {"runnable", "completed", "quarantined"};
+constexpr std::string_view kStatusNames[] = {"runnable", "completed", "quarantined", "pending"};
 constexpr std::string_view kFinalityNames[] = {"open", "final"};
 constexpr std::string_view kVerdictNames[] = {"running", "complete", "stalled", "failed"};
 
@@ -326,6 +364,56 @@ constexpr std::string_view kVerdictNames[] = {"running", "complete", "stalled", 
 // decode(key, encode(r)) == r.
 void check_id(std::string_view record, std::string_view field, std::string_view id) {
   validate_id(id, fmt::format("{} record field '{}'", record, field));
+}
+
+// The problem with a split record's children list, if any (the encoder throws it, the decoder
+// reports it as wrong_type).
+std::optional<std::string> children_problem(const std::vector<std::string>& children) {
+  if (children.size() > kMaxChildrenPerSplit) {
+    return fmt::format("holds {} ids, more than kMaxChildrenPerSplit ({})", children.size(),
+                       kMaxChildrenPerSplit);
+  }
+  std::vector<std::string> sorted = children;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    return std::string("repeats an id");
+  }
+  return std::nullopt;
+}
+
+void check_children(const std::vector<std::string>& children) {
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    check_id("split", fmt::format("children[{}]", i), children[i]);
+  }
+  if (auto problem = children_problem(children)) {
+    throw ConfigError("split record field 'children' " + *problem);
+  }
+}
+
+// The problem with an assignment record's split requests, if any.
+std::optional<std::string> asks_problem(const AssignmentRecord& r) {
+  for (std::size_t i = 0; i < r.split_requests.size(); ++i) {
+    const SplitAsk& a = r.split_requests[i];
+    if (i > 0 && !(r.split_requests[i - 1].split < a.split)) {
+      return fmt::format("must be sorted by split and unique (index {} is out of order)", i);
+    }
+    if (!std::binary_search(r.splits.begin(), r.splits.end(), a.split)) {
+      return fmt::format("names '{}', which is not one of the record's splits", a.split);
+    }
+    if (a.keep_ppm == 0 || a.keep_ppm >= 1'000'000) {
+      return fmt::format("index {}: keep_ppm {} is outside 1..999999", i, a.keep_ppm);
+    }
+  }
+  return std::nullopt;
+}
+
+void check_asks(const AssignmentRecord& r) {
+  for (std::size_t i = 0; i < r.split_requests.size(); ++i) {
+    check_id("assignment", fmt::format("split_requests[{}].split", i), r.split_requests[i].split);
+  }
+  if (auto problem = asks_problem(r)) {
+    throw ConfigError("assignment record field 'split_requests' " + *problem);
+  }
 }
 
 void check_text(std::string_view record, std::string_view field, std::string_view text) {
@@ -466,6 +554,8 @@ std::string encode(const SplitRecord& r) {
   check_size("split", "progress.state", r.progress.state.size(), kMaxProgressStateBytes,
              "kMaxProgressStateBytes");
   if (r.last_error) check_text("split", "last_error", *r.last_error);
+  check_children(r.children);
+  if (r.cut_from) check_id("split", "cut_from.split", r.cut_from->split);
   OrderedJson j = versioned();
   j["id"] = r.id;
   j["epoch"] = r.epoch;
@@ -480,6 +570,13 @@ std::string encode(const SplitRecord& r) {
   if (r.progress.done) progress["done"] = *r.progress.done;
   j["progress"] = std::move(progress);
   if (r.last_error) j["last_error"] = *r.last_error;
+  if (!r.children.empty()) j["children"] = r.children;
+  if (r.cut_from) {
+    OrderedJson origin = OrderedJson::object();
+    origin["split"] = r.cut_from->split;
+    origin["epoch"] = r.cut_from->epoch;
+    j["cut_from"] = std::move(origin);
+  }
   return finish(split_key(r.id), j);
 }
 
@@ -519,10 +616,23 @@ std::string encode(const AssignmentRecord& r) {
           i));
     }
   }
+  check_asks(r);
   OrderedJson j = versioned();
   j["instance"] = r.instance;
   j["term"] = r.term;
   j["splits"] = r.splits;
+  if (!r.split_requests.empty()) {
+    OrderedJson asks = OrderedJson::array();
+    for (const SplitAsk& a : r.split_requests) {
+      OrderedJson o = OrderedJson::object();
+      o["split"] = a.split;
+      o["epoch"] = a.epoch;
+      o["children"] = a.children;
+      o["keep_ppm"] = a.keep_ppm;
+      asks.push_back(std::move(o));
+    }
+    j["split_requests"] = std::move(asks);
+  }
   return finish(assign_key(r.instance), j);
 }
 
@@ -613,7 +723,7 @@ SpecRecord decode_spec(std::string_view key, std::string_view bytes) {
 SplitRecord decode_split(std::string_view key, std::string_view bytes) {
   return decode_with(key, bytes, [key](const Fields& f) {
     f.allow_only({"v", "id", "epoch", "status", "owner", "owner_nonce", "attempts", "weight",
-                  "progress", "last_error"});
+                  "progress", "last_error", "children", "cut_from"});
     SplitRecord r;
     r.id = f.id("id");
     r.epoch = f.u64("epoch");
@@ -628,6 +738,16 @@ SplitRecord decode_split(std::string_view key, std::string_view bytes) {
     r.progress.state = progress.bytes("state", kMaxProgressStateBytes, "kMaxProgressStateBytes");
     r.progress.done = progress.optional_u64("done");
     r.last_error = f.optional_text("last_error");
+    r.children = f.optional_ids("children");
+    if (r.children.empty() && f.has("children")) {
+      f.fail_field("children", "must be absent when there are none");
+    }
+    if (auto problem = children_problem(r.children)) f.fail_field("children", *problem);
+    if (f.has("cut_from")) {
+      Fields origin = f.object("cut_from");
+      origin.allow_only({"split", "epoch"});
+      r.cut_from = SplitOrigin{origin.id("split"), origin.u64("epoch")};
+    }
     check_key_id(key, kSplitPrefix, "id", r.id);
     return r;
   });
@@ -661,13 +781,29 @@ MemberRecord decode_member(std::string_view key, std::string_view bytes) {
   });
 }
 
+std::vector<SplitAsk> decode_asks(const Fields& f) {
+  std::vector<SplitAsk> out;
+  if (!f.has("split_requests")) return out;
+  const std::size_t n = f.array_size("split_requests", kMaxLanes);
+  if (n == 0) f.fail_field("split_requests", "must be absent when there are none");
+  out.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    Fields a = f.element("split_requests", i);
+    a.allow_only({"split", "epoch", "children", "keep_ppm"});
+    out.push_back(SplitAsk{a.id("split"), a.u64("epoch"), a.u32("children"), a.u32("keep_ppm")});
+  }
+  return out;
+}
+
 AssignmentRecord decode_assignment(std::string_view key, std::string_view bytes) {
   return decode_with(key, bytes, [key](const Fields& f) {
-    f.allow_only({"v", "instance", "term", "splits"});
+    f.allow_only({"v", "instance", "term", "splits", "split_requests"});
     AssignmentRecord r;
     r.instance = f.id("instance");
     r.term = f.u64("term");
     r.splits = f.sorted_unique_ids("splits");
+    r.split_requests = decode_asks(f);
+    if (auto problem = asks_problem(r)) f.fail_field("split_requests", *problem);
     check_key_id(key, kAssignPrefix, "instance", r.instance);
     return r;
   });

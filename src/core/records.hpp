@@ -11,13 +11,16 @@
 //            "split_count":u64,"cursor"?:s,"completed":u64,"quarantined":u64,
 //            "verdict":"running"|"complete"|"stalled"|"failed","message"?:s}
 //   spec    {"v":1,"id":id,"descriptor":b64,"weight":u64}
-//   split   {"v":1,"id":id,"epoch":u64,"status":"runnable"|"completed"|"quarantined",
+//   split   {"v":1,"id":id,"epoch":u64,"status":"runnable"|"completed"|"quarantined"|"pending",
 //            "owner"?:id,"owner_nonce"?:s,"attempts":u32,"weight":u64,
-//            "progress":{"watermark":u64,"state":b64,"done"?:u64},"last_error"?:s}
+//            "progress":{"watermark":u64,"state":b64,"done"?:u64},"last_error"?:s,
+//            "children"?:[id,...],"cut_from"?:{"split":id,"epoch":u64}}
 //   lease   {"v":1,"split":id,"owner":id,"nonce":s,"epoch":u64}
 //   member  {"v":1,"instance":id,"nonce":s,"fingerprint":s,"max_in_flight":u32,"counter":u64,
 //            "lease_ms":u64}
-//   assign  {"v":1,"instance":id,"term":u64,"splits":[id,...]}   (strictly increasing bytewise)
+//   assign  {"v":1,"instance":id,"term":u64,"splits":[id,...],     (strictly increasing bytewise)
+//            "split_requests"?:[{"split":id,"epoch":u64,"children":u32,"keep_ppm":u32},...]}
+//            (strictly increasing by split, each one of `splits`; 0 < keep_ppm < 10^6)
 //   cordon  {"v":1,"instance":id,"reason":s}
 //   pause   {"v":1,"reason":s,"by":s,"since_ms":u64}
 //   progress {"v":1,"term":u64,"planned":u64,"done":u64,"remaining":u64,"rate_per_s"?:u64}
@@ -130,7 +133,21 @@ struct SpecRecord {
   friend bool operator==(const SpecRecord&, const SpecRecord&) = default;
 };
 
-enum class SplitStatus : std::uint8_t { runnable, completed, quarantined };
+// pending: a residual cut from a split under way (dynamic splitting, docs/work-assignment.md
+// "Splitting a split under way") whose parent's record does not name it yet: never claimable.
+// The leader makes it runnable once the parent's record names it, or deletes it once the
+// tenancy that cut it is over without naming it.
+enum class SplitStatus : std::uint8_t { runnable, completed, quarantined, pending };
+
+// Residuals one split may have cut from it, at most (the limit on `children`).
+inline constexpr std::size_t kMaxChildrenPerSplit = 64;
+
+// Where a residual came from: the split it was cut from and that split's tenancy at the cut.
+struct SplitOrigin {
+  std::string split;
+  std::uint64_t epoch = 0;
+  friend bool operator==(const SplitOrigin&, const SplitOrigin&) = default;
+};
 
 // split.{split}: THE FENCE. Every ownership change bumps `epoch` by CAS; every progress commit is
 // a CAS on this record, so a stale owner can never write.
@@ -146,6 +163,11 @@ struct SplitRecord {
   // `weight` means all of it; read one release before any release wrote it, decision 0011)
   SplitProgress progress;
   std::optional<std::string> last_error;  // the most recent fail() reason, for operators
+  // The residuals cut from this split, in the order they were cut (unique, at most
+  // kMaxChildrenPerSplit): written by the owner's fenced cut, so a child is named only under the
+  // epoch of the tenancy that cut it.
+  std::vector<std::string> children;
+  std::optional<SplitOrigin> cut_from;  // set on a residual's record for its whole life
   friend bool operator==(const SplitRecord&, const SplitRecord&) = default;
 };
 
@@ -170,11 +192,23 @@ struct MemberRecord {
   friend bool operator==(const MemberRecord&, const MemberRecord&) = default;
 };
 
+// The leader's request that a split be cut (dynamic splitting): bound to the tenancy (epoch) and
+// to the number of children its record had when asked, so a request answered is not answered
+// twice.
+struct SplitAsk {
+  std::string split;
+  std::uint64_t epoch = 0;
+  std::uint32_t children = 0;
+  std::uint32_t keep_ppm = 500'000;  // keep at least this much of the remaining work, per 10^6
+  friend bool operator==(const SplitAsk&, const SplitAsk&) = default;
+};
+
 // assign.{instance}: the leader's instruction to one member.
 struct AssignmentRecord {
   std::string instance;
   std::uint64_t term = 0;
-  std::vector<std::string> splits;  // sorted, unique
+  std::vector<std::string> splits;            // sorted, unique
+  std::vector<SplitAsk> split_requests = {};  // sorted by split, unique, each one of `splits`
   friend bool operator==(const AssignmentRecord&, const AssignmentRecord&) = default;
 };
 

@@ -175,6 +175,7 @@ void Driver::Impl::handle(Event event) {
                  },
                  [&](Stalled& st) { on_stalled(st); },
                  [&](Fatal& f) { on_fatal(f); },
+                 [&](SplitRequested& r) { on_split_requested(r); },
              },
              event);
 }
@@ -218,6 +219,17 @@ void Driver::Impl::on_revoke(const RevokeRequested& r) {
   } catch (const std::exception& e) {
     log().warn("etlc: {}: release of '{}' failed: {}", instance_, r.split_id, e.what());
   }
+}
+
+// The lane's next turn asks it to cut (lane_turn.cpp); a request for another tenancy, or for a
+// split with no lane, is ignored (the leader asks again if it still matters).
+void Driver::Impl::on_split_requested(const SplitRequested& r) {
+  SlotPtr s = newest_live_slot(r.split_id);
+  if (!s || s->grant.epoch != r.epoch || phase_ != Phase::running) return;
+  MutexLock lk(mu_);
+  driver::FlagsHeld flags(*s, held(mu_));
+  s->split_keep = r.keep;
+  wake_locked(s);
 }
 
 void Driver::Impl::on_lost(const SplitLost& l) {

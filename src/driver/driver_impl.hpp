@@ -43,6 +43,7 @@ struct Driver::Impl {
   struct TurnStart {
     bool drain = false;
     bool shutdown = false;
+    std::optional<double> split_keep;  // SplitRequested, taken by this turn
     Clock::time_point now{};
   };
 
@@ -65,6 +66,7 @@ struct Driver::Impl {
   void on_granted(SplitGranted grant) ETLC_EXCLUDES(mu_);
   void on_revoke(const RevokeRequested& revoke) ETLC_EXCLUDES(mu_);
   void on_lost(const SplitLost& loss) ETLC_EXCLUDES(mu_);
+  void on_split_requested(const SplitRequested& r) ETLC_EXCLUDES(mu_);
   void on_stalled(const Stalled& stall) ETLC_EXCLUDES(mu_);
   void on_fatal(const Fatal& fatal) ETLC_EXCLUDES(mu_);
   void begin_stopping(DriverExit exit, std::string message) ETLC_EXCLUDES(mu_);
@@ -90,6 +92,7 @@ struct Driver::Impl {
   Turn turn(Slot& slot) ETLC_EXCLUDES(mu_);
   std::optional<Turn> run_lane(Slot& slot, const TurnStart& t) ETLC_EXCLUDES(mu_);
   std::optional<Turn> drain_lane(Slot& slot, const TurnStart& t) ETLC_EXCLUDES(mu_);
+  std::optional<Turn> cut_lane(Slot& slot, double keep) ETLC_EXCLUDES(mu_);
   std::optional<Turn> commit_due(Slot& slot, const TurnStart& t) ETLC_EXCLUDES(mu_);
   std::optional<Turn> step_lane(Slot& slot) ETLC_EXCLUDES(mu_);
   std::optional<Turn> complete_split(Slot& slot, const TurnStart& t) ETLC_EXCLUDES(mu_);

@@ -23,6 +23,8 @@
 #include "etlc/errors.hpp"
 #include "etlc/sink_fence.hpp"
 
+#include <utility>
+
 namespace etlc {
 
 namespace {
@@ -47,6 +49,7 @@ Driver::Impl::Turn Driver::Impl::turn(Slot& s) {
     t.shutdown = s.shutdown;
     aborted = s.abort;
     forced = s.forced;
+    t.split_keep = std::exchange(s.split_keep, std::nullopt);
   }
   if (aborted) return close_slot(s, LaneEnd::aborted);
   if (lost) return close_slot(s, LaneEnd::lost);
@@ -84,9 +87,15 @@ Driver::Impl::Turn Driver::Impl::turn(Slot& s) {
 
 std::optional<Driver::Impl::Turn> Driver::Impl::run_lane(Slot& s, const TurnStart& t) {
   if (t.drain || t.shutdown) return drain_lane(s, t);
-  if (t.now >= s.next_commit_at) {
+  if (t.split_keep && !s.pending_cut) {
+    if (auto r = cut_lane(s, *t.split_keep)) return r;
+  }
+  if (s.pending_cut || t.now >= s.next_commit_at) {
     if (auto r = commit_due(s, t)) return r;
     if (s.work != Slot::Work::run) return std::nullopt;  // the commit failed the lane
+    // No step until the cut is durable: a step may write the lane's new end to its sink, and a
+    // sink's progress is resumed from (lane_open.cpp).
+    if (s.pending_cut) return retry_later(s, t.now);
   }
   return step_lane(s);
 }
@@ -110,6 +119,24 @@ std::optional<Driver::Impl::Turn> Driver::Impl::drain_lane(Slot& s, const TurnSt
   s.final_progress = *fin;
   s.work = t.drain ? Slot::Work::drain_commit : Slot::Work::shutdown_commit;
   return std::nullopt;
+}
+
+// Asked to split: the lane cuts (or declines), and the cut is committed at once with the lane's
+// progress, whose state now carries its new end. A cut that does not land now stays pending and
+// rides on the next commit (commit_progress).
+std::optional<Driver::Impl::Turn> Driver::Impl::cut_lane(Slot& s, double keep) {
+  if (lapsed(s)) return close_slot(s, LaneEnd::lost);
+  {
+    MutexLock lk(mu_);
+    ++stats_.split_asked;
+  }
+  try {
+    s.pending_cut = s.lane->split(keep);
+  } catch (const std::exception& e) {
+    log().warn("etlc: {}: splitting '{}' threw (declining): {}", instance_, s.id(), e.what());
+    return std::nullopt;
+  }
+  return std::nullopt;  // declined, or cut: run_lane commits the cut at once
 }
 
 // The commit interval came: the lane's durable progress, committed. nullopt goes on: to the step
@@ -186,6 +213,19 @@ std::optional<Driver::Impl::Turn> Driver::Impl::complete_split(Slot& s, const Tu
     poison(s, fmt::format("the lane's final progress {} is below its committed progress {}",
                           s.final_progress.watermark, s.committed.watermark));
     return std::nullopt;
+  }
+  if (s.pending_cut) {  // the residual must be a split before the completion ends this one
+    switch (commit_progress(s, s.final_progress)) {
+      case Outcome::done:
+        break;
+      case Outcome::lost:
+        return close_slot(s, LaneEnd::lost);
+      case Outcome::retry:
+        return retry_later(s, t.now);
+      case Outcome::invalid:
+        s.work = Slot::Work::fail;
+        return std::nullopt;
+    }
   }
   const Outcome o = fenced_call(
       s, "complete", [&] { return member_->complete(s.id(), s.final_progress, s.grant.epoch); });
@@ -305,21 +345,23 @@ Driver::Impl::Outcome Driver::Impl::fenced_call(Slot& s, const char* what,
 
 // A progress commit: nothing to do when nothing is new, invalid when the lane went back.
 Driver::Impl::Outcome Driver::Impl::commit_progress(Slot& s, const SplitProgress& p) {
-  if (!newer(p, s.committed)) {
-    if (p.watermark < s.committed.watermark) {
-      s.reason = fmt::format("the lane's durable progress went back from {} to {}",
-                             s.committed.watermark, p.watermark);
-      return Outcome::invalid;
-    }
-    return Outcome::done;  // nothing new
+  if (p.watermark < s.committed.watermark) {
+    s.reason = fmt::format("the lane's durable progress went back from {} to {}",
+                           s.committed.watermark, p.watermark);
+    return Outcome::invalid;
   }
+  if (!newer(p, s.committed) && !s.pending_cut) return Outcome::done;  // nothing new
   const std::uint64_t epoch = s.grant.epoch;
-  const Outcome o = fenced_call(s, "commit", [&] { return member_->commit(s.id(), p, epoch); });
+  const Outcome o =
+      s.pending_cut ? fenced_call(s, "split",
+                                  [&] { return member_->split(s.id(), p, *s.pending_cut, epoch); })
+                    : fenced_call(s, "commit", [&] { return member_->commit(s.id(), p, epoch); });
   if (o == Outcome::done) {
     s.committed = p;
     metrics_->committed();
     MutexLock lk(mu_);
     ++stats_.commits;
+    if (std::exchange(s.pending_cut, std::nullopt)) ++stats_.split_cuts;
     auto [it, fresh] = last_durable_.try_emplace(s.id(), epoch, p);
     if (!fresh && (it->second.first < epoch ||
                    (it->second.first == epoch && it->second.second.watermark <= p.watermark))) {

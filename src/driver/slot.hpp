@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <stop_token>
 #include <string>
 
@@ -58,6 +59,7 @@ struct Slot {
   bool abort ETLC_GUARDED_BY(mu) = false;     // abort(): stop now, nothing more
   bool forced ETLC_GUARDED_BY(mu) = false;  // the shutdown deadline passed: close, no final commit
   bool ended ETLC_GUARDED_BY(mu) = false;   // the worker reached a terminal outcome
+  std::optional<double> split_keep ETLC_GUARDED_BY(mu);  // SplitRequested, not yet taken
   Clock::time_point not_before ETLC_GUARDED_BY(mu){};
 
   // Owned by the thread running the turn.
@@ -69,6 +71,9 @@ struct Slot {
   std::string reason;            // for fail
   bool sink_refused = false;     // the fail is the answer to a sink fence refusal
   Clock::time_point next_commit_at{};
+  // A cut the lane made (Lane::split) that is not durable yet: every commit carries it
+  // (MemberApi::split) until one lands, so no commit records the lane's new end without it.
+  std::optional<SplitResidual> pending_cut;
 
   const std::string& id() const { return grant.spec.id; }
 

@@ -3,6 +3,7 @@
 
 #include "core/assignment.hpp"
 #include "core/keys.hpp"
+#include "core/records.hpp"
 #include "etlc/config.hpp"
 #include "etlc/errors.hpp"
 
@@ -37,6 +38,13 @@ void CoordinatorConfig::validate() const {
   }
   if (pace_gain_ppm > core::kMaxPaceGainPpm) {
     fail(fmt::format("pace_gain_ppm must be in 0..10000000 (got {})", pace_gain_ppm));
+  }
+  if (max_children_per_split < 1 || max_children_per_split > core::kMaxChildrenPerSplit) {
+    fail(fmt::format("max_children_per_split must be in 1..{} (got {})", core::kMaxChildrenPerSplit,
+                     max_children_per_split));
+  }
+  if (split_request_timeout < milliseconds(100) || split_request_timeout > std::chrono::hours(1)) {
+    fail("split_request_timeout must be in 100 ms .. 1 h");
   }
   if (damping_ppm_of_mean > 1'000'000) {
     fail(fmt::format("damping_ppm_of_mean must be in 0..1000000 (got {})", damping_ppm_of_mean));

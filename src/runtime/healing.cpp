@@ -198,7 +198,10 @@ void Leadership::find_missing_splits() {
   std::size_t found = 0;
   for (const Entry& e : ctx_.store.list(core::kSpecPrefix)) {
     auto id = core::id_from_key(e.key, core::kSpecPrefix);
-    if (!id || leader_views_.splits().count(*id) || damage.count(*id)) continue;
+    if (!id || leader_views_.splits().count(*id) || leader_views_.pending().count(*id) ||
+        damage.count(*id)) {
+      continue;
+    }
     const std::string key = core::split_key(*id);
     auto cur = ctx_.store.get(key);
     if (cur) {

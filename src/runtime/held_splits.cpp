@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/claim_rules.hpp"
+#include "core/cut_rules.hpp"
 #include "core/keys.hpp"
 #include "core/protocol_assert.hpp"
 #include "core/utf8.hpp"
@@ -214,6 +215,19 @@ void HeldSplits::decline_revoke(std::string_view id, std::uint64_t epoch) {
   ctx_.wake_loop();
 }
 
+void HeldSplits::ask_splits(std::span<const core::SplitAsk> asks) {
+  MutexLock lk(mu_);
+  for (const core::SplitAsk& a : asks) {
+    auto h = held_.find(a.split);
+    if (h == held_.end() || h->second->epoch != a.epoch) continue;  // not this tenancy's
+    const std::pair<std::uint64_t, std::uint32_t> key{a.epoch, a.children};
+    auto [it, fresh] = asked_.try_emplace(a.split, key);
+    if (!fresh && it->second == key) continue;  // passed on already
+    it->second = key;
+    push_locked(SplitRequested{a.split, a.epoch, static_cast<double>(a.keep_ppm) / 1e6});
+  }
+}
+
 // --- losing splits ------------------------------------------------------------------------------
 
 void HeldSplits::drop(Held& h, std::optional<LossReason> reason) {
@@ -225,6 +239,7 @@ void HeldSplits::drop(Held& h, std::optional<LossReason> reason) {
       held_.erase(it);
       held_changes_.emplace_back(h.id, false);
       revocations_.erase(h.id);
+      asked_.erase(h.id);
     }
     ctx_.metrics.set_owned(held_.size());
     if (reason) {
@@ -252,6 +267,7 @@ void HeldSplits::abandon() {
   for (const auto& [id, h] : held_) held_changes_.emplace_back(id, false);
   held_.clear();
   revocations_.clear();
+  asked_.clear();
   leader_ = false;
 }
 
@@ -505,6 +521,96 @@ CommitResult HeldSplits::release_drained(std::string_view id, std::uint64_t epoc
                h->record.progress.watermark);
   }
   return r;
+}
+
+// The cut (core/cut_rules.hpp): the residual's spec, then its pending record, then the parent's
+// fenced CAS naming it. A retry after an unknown outcome finds the first two from its earlier
+// attempt (the child's id is the same: the parent's record names no new child meanwhile) and
+// carries on; the CAS itself resolves its doubt as every commit does.
+CommitResult HeldSplits::split(std::string_view id, const SplitProgress& progress,
+                               const SplitResidual& residual, std::uint64_t epoch) {
+  auto h = find(id);
+  if (!h) return not_held(id);
+  if (progress.state.size() > kMaxProgressStateBytes ||
+      residual.descriptor.size() > kMaxDescriptorBytes) {
+    throw UsageError(
+        fmt::format("split of '{}': state of {} bytes or residual descriptor of {} "
+                    "bytes over its limit ({} / {})",
+                    id, progress.state.size(), residual.descriptor.size(), kMaxProgressStateBytes,
+                    kMaxDescriptorBytes));
+  }
+  MutexLock io(h->io);
+  if (auto over = tenancy_over(*h, epoch)) return *over;
+  if (progress.watermark < h->record.progress.watermark) {
+    throw UsageError(fmt::format("split of '{}': watermark {} is below the durable {}", id,
+                                 progress.watermark, h->record.progress.watermark));
+  }
+  if (h->record.children.size() >= core::kMaxChildrenPerSplit) {
+    throw UsageError(fmt::format("split of '{}': it has {} residuals already, the most a split may",
+                                 id, h->record.children.size()));
+  }
+  std::string child;
+  try {
+    child = core::child_split_id(h->id, h->epoch, h->record.children.size() + 1);
+  } catch (const ConfigError& e) {
+    throw UsageError(fmt::format("split of '{}': {}", id, e.what()));
+  }
+  const core::SpecRecord spec{SplitSpec{child, residual.descriptor, residual.weight}};
+  const core::SplitOrigin origin{h->id, h->epoch};
+  const core::SplitRecord pending = core::pending_child(child, residual.weight, origin);
+  auto same_spec = [&](std::string_view bytes) {
+    return core::decode_spec(core::spec_key(child), bytes) == spec;
+  };
+  // Ours in any status: the leader may have made it runnable (even granted it) after our cut
+  // landed with an unknown outcome.
+  auto same_record = [&](std::string_view bytes) {
+    const core::SplitRecord r = core::decode_split(core::split_key(child), bytes);
+    return r.cut_from == origin && (r.status != core::SplitStatus::pending || r == pending);
+  };
+  if (auto r = create_residual_part(core::spec_key(child), core::encode(spec), child, same_spec)) {
+    return *r;
+  }
+  if (auto r =
+          create_residual_part(core::split_key(child), core::encode(pending), child, same_record)) {
+    return *r;
+  }
+  CommitResult r =
+      write_record(*h, core::cut_parent(h->record, progress, child, residual.weight), "split");
+  if (r.durable()) {
+    log().info("etlc: {}: split '{}' cut at watermark {}: its residual is '{}' (weight {})",
+               ctx_.instance, id, progress.watermark, child, residual.weight);
+  }
+  return r;
+}
+
+std::optional<CommitResult> HeldSplits::create_residual_part(
+    const std::string& key, const std::string& bytes, const std::string& split_id,
+    const std::function<bool(std::string_view)>& same) {
+  try {
+    if (ctx_.store.create(key, bytes).ok) return std::nullopt;
+  } catch (const StoreError& e) {
+    if (!e.retryable()) throw;
+    ctx_.metrics.store_failure();
+    if (e.code() != StoreErrc::unknown_outcome)
+      return CommitResult{CommitStatus::retryable, e.what()};
+  }
+  std::optional<Entry> cur;
+  try {
+    cur = ctx_.store.get(key);
+  } catch (const StoreError& e) {
+    if (!e.retryable()) throw;
+    return CommitResult{CommitStatus::retryable, e.what()};
+  }
+  if (!cur) return CommitResult{CommitStatus::retryable, fmt::format("{} read as absent", key)};
+  bool ours = false;
+  try {
+    ours = same(cur->value);
+  } catch (const core::RecordError&) {
+    ours = false;
+  }
+  if (ours) return std::nullopt;
+  throw UsageError(fmt::format("split: the residual '{}' exists already as another residual ({})",
+                               split_id, key));
 }
 
 void HeldSplits::release(std::span<const std::string> ids) {

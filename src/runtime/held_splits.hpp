@@ -17,6 +17,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -74,6 +75,8 @@ class HeldSplits {
   CommitResult fail(std::string_view id, std::string_view reason, std::uint64_t epoch)
       ETLC_EXCLUDES(mu_);
   CommitResult release_drained(std::string_view id, std::uint64_t epoch) ETLC_EXCLUDES(mu_);
+  CommitResult split(std::string_view id, const SplitProgress& progress,
+                     const SplitResidual& residual, std::uint64_t epoch) ETLC_EXCLUDES(mu_);
   void release(std::span<const std::string> ids) ETLC_EXCLUDES(mu_);
   void decline_revoke(std::string_view id, std::uint64_t epoch) ETLC_EXCLUDES(mu_);
 
@@ -102,6 +105,9 @@ class HeldSplits {
   // The earliest moment a revocation becomes due (now for a declined one), if any.
   std::optional<TimePoint> next_revocation_due(TimePoint now) const ETLC_EXCLUDES(mu_);
   std::size_t draining() const ETLC_EXCLUDES(mu_);
+  // The leader's split requests in this member's assignment record: SplitRequested to the user,
+  // once per (split, epoch, children) asked, for splits held in the tenancy asked.
+  void ask_splits(std::span<const core::SplitAsk> asks) ETLC_EXCLUDES(mu_);
 
   // Clears the record's owner (keeping epoch and progress), then deletes the lease.
   CommitResult release_locked(Held& h) ETLC_REQUIRES(h.io) ETLC_EXCLUDES(mu_);
@@ -147,6 +153,11 @@ class HeldSplits {
   void push_locked(Event e) ETLC_REQUIRES(mu_);
   CommitResult terminal_write(Held& h, core::SplitRecord next, const char* what)
       ETLC_REQUIRES(h.io);
+  // Creates `bytes` at `key`, or finds it there already (an earlier attempt of this very cut):
+  // nullopt when it is there now, else why not (retryable).
+  std::optional<CommitResult> create_residual_part(
+      const std::string& key, const std::string& bytes, const std::string& split_id,
+      const std::function<bool(std::string_view)>& same);
 
   const MemberContext& ctx_;
   mutable Mutex mu_;
@@ -155,6 +166,9 @@ class HeldSplits {
   // Changes of held_ since take_held_changes (at most two per lane between two loop steps).
   std::vector<std::pair<std::string, bool>> held_changes_ ETLC_GUARDED_BY(mu_);
   std::map<std::string, Revocation, std::less<>> revocations_ ETLC_GUARDED_BY(mu_);
+  // The last split request passed on per held split: (epoch, children) asked.
+  std::map<std::string, std::pair<std::uint64_t, std::uint32_t>, std::less<>> asked_
+      ETLC_GUARDED_BY(mu_);
   std::deque<Event> events_ ETLC_GUARDED_BY(mu_);
   std::vector<std::pair<std::string, Revision>> pending_lease_erases_ ETLC_GUARDED_BY(mu_);
   // At most one per split held since the loop's last step (it drains them every step).

@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include "core/cut_rules.hpp"
 #include "core/keys.hpp"
 #include "core/repair_rules.hpp"
 #include "log.hpp"
@@ -15,6 +16,8 @@ LeaderViews::LeaderViews(const MemberContext& ctx)
 void LeaderViews::ensure_watches() {
   if (!splits_watch_.open()) {
     splits_.clear();
+    pending_.clear();
+    residuals_ = 0;
     split_damage_.clear();
     parked_specs_.clear();
     completed_ = quarantined_ = 0;
@@ -50,6 +53,16 @@ bool LeaderViews::drain(TimePoint now, bool& more) {
 std::uint64_t LeaderViews::known_split_count() const {
   std::uint64_t n = splits_.size();
   for (const auto& [id, d] : split_damage_) n += splits_.count(id) ? 0 : 1;
+  return n + named_pending();
+}
+
+std::uint64_t LeaderViews::named_pending() const {
+  std::uint64_t n = 0;
+  for (const auto& [id, v] : pending_) {
+    if (!v.rec.cut_from) continue;
+    auto parent = splits_.find(v.rec.cut_from->split);
+    if (parent != splits_.end() && core::names_child(parent->second.rec, id)) ++n;
+  }
   return n;
 }
 
@@ -59,6 +72,7 @@ void LeaderViews::count(const core::SplitRecord& r, bool add) {
   } else {
     weights_.remove(r);
   }
+  if (r.cut_from) residuals_ = add ? residuals_ + 1 : residuals_ - 1;
   std::uint64_t* tally = r.status == core::SplitStatus::completed     ? &completed_
                          : r.status == core::SplitStatus::quarantined ? &quarantined_
                                                                       : nullptr;
@@ -76,6 +90,8 @@ void LeaderViews::observe_pace(core::PaceMeter& pace, const core::SplitRecord& r
 bool LeaderViews::put_split(const std::string& id, core::SplitRecord rec, Revision rev,
                             std::optional<TimePoint> observed_at) {
   const bool was_damaged = split_damage_.erase(id) > 0;
+  if (rec.status == core::SplitStatus::pending) return put_pending(id, std::move(rec), rev);
+  pending_.erase(id);  // made runnable (or overwritten)
   if (core::parked_for_spec(rec)) {
     parked_specs_.insert(id);
   } else {
@@ -115,9 +131,30 @@ bool LeaderViews::put_split(const std::string& id, core::SplitRecord rec, Revisi
   return changed;
 }
 
+// A pending residual: kept apart (pending()). A record that was a split of the job and now reads
+// pending is an outsider's write; it leaves the job's view as well.
+bool LeaderViews::put_pending(const std::string& id, core::SplitRecord rec, Revision rev) {
+  bool changed = false;
+  if (auto it = splits_.find(id); it != splits_.end()) {
+    count(it->second.rec, false);
+    parked_specs_.erase(id);
+    splits_.erase(it);
+    changed = true;
+  }
+  pending_[id] = SplitView{std::move(rec), rev, 0, core::PaceMeter{}};
+  return changed;
+}
+
 bool LeaderViews::on_split_event(const WatchEvent& e, TimePoint now) {
   auto id = core::id_from_key(e.key, core::kSplitPrefix);
   if (!id) return false;
+  if (auto p = pending_.find(*id); p != pending_.end()) {
+    if (p->second.rev >= e.revision) return false;
+    if (e.kind == WatchEvent::Kind::erase) {  // the leader's cleanup of an orphan
+      pending_.erase(p);
+      return false;
+    }
+  }
   auto it = splits_.find(*id);
   // Older than the view, or the very write the view holds (the echo of the leader's own seeding
   // and rebuilds: revisions name writes, so it is not decoded again).

@@ -51,6 +51,16 @@ class LeaderViews {
   void rewatch_splits() { splits_watch_.reset(); }
 
   const std::unordered_map<std::string, SplitView>& splits() const { return splits_; }
+  // Residuals whose records are pending (dynamic splitting): apart from splits(), so that they
+  // are neither assigned nor counted until their parent's record names them and the leader makes
+  // them runnable (dynamic_splits.cpp). A pending record's delete is the leader's own cleanup,
+  // not damage.
+  const std::unordered_map<std::string, SplitView>& pending() const { return pending_; }
+  // Pending residuals their parent's record already names: splits of the job, though not yet
+  // runnable (the tallies count them, so the job cannot complete before they do).
+  std::uint64_t named_pending() const;
+  // Residuals in the view: records with cut_from, pending ones included.
+  std::uint64_t residuals() const { return residuals_ + pending_.size(); }
   std::map<std::string, Damage>& split_damage() { return split_damage_; }
   const std::set<std::string>& parked_specs() const { return parked_specs_; }
   const std::set<std::string>& cordons() const { return cordons_; }
@@ -61,7 +71,8 @@ class LeaderViews {
   // A commit changed some split's remaining weight since clear_progress_changed().
   bool progress_changed() const { return progress_changed_; }
   void clear_progress_changed() { progress_changed_ = false; }
-  // Split records known: readable ones plus damaged ones not in the view.
+  // Split records known: readable ones plus damaged ones not in the view, plus pending residuals
+  // already named.
   std::uint64_t known_split_count() const;
 
   // Sets splits_[id] (clearing its damage, keeping the tallies); true if anything the
@@ -75,6 +86,7 @@ class LeaderViews {
 
  private:
   bool on_split_event(const WatchEvent& e, TimePoint now);
+  bool put_pending(const std::string& id, core::SplitRecord rec, Revision rev);
   bool on_cordon_event(const WatchEvent& e);
   void count(const core::SplitRecord& r, bool add);
   // Feeds a commit the leader watched to the split's pace.
@@ -84,6 +96,8 @@ class LeaderViews {
   const MemberContext& ctx_;
   WatchSlot splits_watch_, cordons_watch_;
   std::unordered_map<std::string, SplitView> splits_;
+  std::unordered_map<std::string, SplitView> pending_;
+  std::uint64_t residuals_ = 0;  // records in splits_ with cut_from
   std::map<std::string, Damage> split_damage_;
   std::set<std::string> parked_specs_;  // splits parked for their spec (core/repair_rules.hpp)
   std::set<std::string> cordons_;

@@ -115,8 +115,18 @@ class Leadership {
   void publish_assignment(TimePoint now);
   void note_balance_moves(const core::AssignmentInput& in, const core::Assignment& out,
                           std::size_t m, TimePoint now);
-  void write_assignment(const std::string& member, std::vector<std::string> splits, bool& failed,
-                        std::uint64_t& written);
+  void write_assignment(const std::string& member, std::vector<std::string> splits,
+                        std::vector<core::SplitAsk> asks, bool& failed, std::uint64_t& written);
+  // dynamic_splits.cpp
+  void tend_residuals();
+  bool flip_residual(const std::string& id, const SplitView& v);
+  void delete_orphan(const std::string& id, const SplitView& v);
+  void ask_for_splits(const core::AssignmentInput& in, const core::Assignment& out, TimePoint now);
+  void expire_asks(TimePoint now);
+  // The outstanding requests to `member` among `splits` (sorted), for its record.
+  std::vector<core::SplitAsk> asks_for(const std::string& member,
+                                       const std::vector<std::string>& splits) const;
+  std::optional<TimePoint> next_ask_timeout() const;
   void warn_about_bounds(const std::string& id, const core::MemberRecord& rec);
   void cleanup_departed(TimePoint now);
   // job_progress.cpp
@@ -151,6 +161,17 @@ class Leadership {
   // What each live member's lanes read at each load it had (publish.cpp: the pace rule). Pruned to
   // the live members at every computation; at most LanePaceHistory::kMaxLoads entries each.
   std::unordered_map<std::string, core::LanePaceHistory> lane_pace_;
+  // Outstanding split requests (dynamic_splits.cpp), by split, and the tenancy each named: taken
+  // as declined, and not repeated in that tenancy, after split_request_timeout.
+  struct Ask {
+    std::string member;
+    std::uint64_t epoch = 0;
+    std::uint32_t children = 0;
+    std::uint32_t keep_ppm = 500'000;
+    TimePoint at{};
+  };
+  std::map<std::string, Ask> asks_;
+  std::map<std::string, std::uint64_t> declined_;  // split -> the epoch that did not answer
   std::optional<SeedJob> seeding_;
   bool planning_ = false;
   bool planning_repair_ = false;        // the plan running now is a repair re-plan

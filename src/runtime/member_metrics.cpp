@@ -45,6 +45,10 @@ MemberMetrics::MemberMetrics(MetricsRegistry& registry, std::string_view instanc
                                      "Watch events this member's views received", l);
   repaired_ = &registry_.counter("etl_coordination_records_repaired_total",
                                  "Damaged records (unreadable or deleted) this member rewrote", l);
+  residuals_ = &registry_.counter("etl_coordination_residuals_total",
+                                  "Residuals cut from splits under way that this member, as the "
+                                  "leader, made runnable (dynamic splitting)",
+                                  l);
   assignment_seconds_ =
       &registry_.histogram("etl_coordination_assignment_seconds",
                            "Time to compute and publish one assignment", kSecondsBuckets, l);
@@ -117,6 +121,9 @@ void MemberMetrics::watch_events(std::uint64_t n) {
 }
 void MemberMetrics::record_repaired() {
   repaired_->inc();
+}
+void MemberMetrics::residual_added() {
+  residuals_->inc();
 }
 
 void MemberMetrics::assignment_computed(double seconds, std::uint64_t moves,

@@ -41,6 +41,7 @@ class MemberMetrics {
   // Watch events this member's views received (the store's deliveries to it).
   void watch_events(std::uint64_t n);
   void record_repaired();  // a damaged record rewritten (healing.cpp)
+  void residual_added();   // a residual made runnable (dynamic_splits.cpp)
 
  private:
   MetricsRegistry& registry_;
@@ -60,6 +61,7 @@ class MemberMetrics {
   Counter* unreadable_;
   Counter* watch_events_;
   Counter* repaired_;
+  Counter* residuals_;
   Histogram* assignment_seconds_;
   Histogram* moves_per_publish_;
   Counter* records_published_;

@@ -274,8 +274,9 @@ void Leadership::finish_seeding() {
   next.planned = true;
   next.finality = to_core(job.finality);
   next.cursor = job.cursor;
-  next.split_count =
-      next.finality == core::Finality::final ? job.splits.size() : leader_views_.splits().size();
+  next.split_count = next.finality == core::Finality::final
+                         ? std::max<std::uint64_t>(job.splits.size(), leader_views_.splits().size())
+                         : leader_views_.splits().size();
   set_tallies(next);  // the header must never carry older tallies than the view (a requeue)
   if (!write_plan(next)) {
     seeding_ = std::move(job);  // retry the header write next step (seeding is idempotent)
@@ -393,8 +394,11 @@ void Leadership::update_tallies(TimePoint now) {
   // Count every split record that exists: after seeding that is at least the planned set, and a
   // stray record (an operator's, an earlier plan's) is work the fleet assigns too, so the
   // tallies can never exceed the count.
-  next.split_count = std::max<std::uint64_t>(
-      leader_views_.splits().size(), plan.finality == core::Finality::final ? plan.split_count : 0);
+  // Residuals their parents name count before they are runnable: the job is not complete while
+  // one waits to be made runnable.
+  next.split_count =
+      std::max<std::uint64_t>(leader_views_.splits().size() + leader_views_.named_pending(),
+                              plan.finality == core::Finality::final ? plan.split_count : 0);
   set_tallies(next);
   ctx_.metrics.set_job_tallies(next.split_count, next.completed, next.quarantined);
   if (next == plan) return;

@@ -184,6 +184,8 @@ std::optional<TimePoint> Leadership::assignment_due() const {
                                         kProgressCostFactor * last_assignment_took_});
     due = last_assignment_at_ + interval;
   }
+  // An outstanding split request times out: the split may be asked of another, or not at all.
+  if (auto t = next_ask_timeout(); t && (!due || *t < *due)) due = t;
   // A split's rebalance cooldown ends: it may move for balance again.
   for (const auto& [id, at] : moved_at_) {
     const TimePoint ends = at + ctx_.config.rebalance_cooldown;
@@ -219,6 +221,7 @@ void Leadership::publish_assignment(TimePoint now) {
     if (pace_rule_on(ctx_.config)) apply_paces(in, index, ctx_.config.pace_gain_ppm, lane_pace_);
   }
   const core::Assignment out = core::desired_assignment(in);
+  ask_for_splits(in, out, now);
   if (out.stats.backstop_bound) {
     log().warn("etlc: {}: assignment improve pass hit its backstop ({} moves)", ctx_.instance,
                out.stats.max_improving_moves);
@@ -233,7 +236,8 @@ void Leadership::publish_assignment(TimePoint now) {
     splits.reserve(out.by_member[m].size());
     for (std::uint32_t si : out.by_member[m]) splits.push_back(in.splits[si].id);
     const bool failed_before = failed;
-    write_assignment(in.members[m].id, std::move(splits), failed, written);
+    std::vector<core::SplitAsk> asks = asks_for(in.members[m].id, splits);
+    write_assignment(in.members[m].id, std::move(splits), std::move(asks), failed, written);
     if (failed == failed_before && out.stats.drains() > 0) note_balance_moves(in, out, m, now);
   }
   assignment_dirty_ = failed;
@@ -271,8 +275,9 @@ void Leadership::note_balance_moves(const core::AssignmentInput& in, const core:
 // Writes assign.{member} unless it already says `splits` at this term. A lost CAS means the view
 // is behind: stay dirty and recompute once the watch caught up.
 void Leadership::write_assignment(const std::string& member, std::vector<std::string> splits,
-                                  bool& failed, std::uint64_t& written) {
-  const core::AssignmentRecord rec{member, term_, std::move(splits)};
+                                  std::vector<core::SplitAsk> asks, bool& failed,
+                                  std::uint64_t& written) {
+  const core::AssignmentRecord rec{member, term_, std::move(splits), std::move(asks)};
   auto it = views_.assigns().find(member);
   if (it != views_.assigns().end() && it->second.readable && it->second.rec == rec) {
     published_[member] = rec.splits;

@@ -39,6 +39,7 @@ bool Worker::refresh_assignment() {
   assignment_.reset();
   if (key.in_force) assignment_ = it->second.rec.splits;
   held_.set_assignment(assignment_);
+  if (key.in_force) held_.ask_splits(it->second.rec.split_requests);
   return true;
 }
 

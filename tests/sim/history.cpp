@@ -312,6 +312,10 @@ void History::check_split_update(SplitTruth& t, const core::SplitRecord& old,
                               id, who(w), transition()));
         }
         return;
+      case core::SplitStatus::pending:
+        fail(2, fmt::format("owner write of split {} by {} made it pending: {}", id, who(w),
+                            transition()));
+        return;
       case core::SplitStatus::completed:
         if (next.owner || !same_attempts) {
           fail(2,

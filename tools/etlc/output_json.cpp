@@ -74,9 +74,10 @@ nlohmann::ordered_json status_json(const std::string& job, const JobStatus& st) 
                                  {"since_ms", st.paused->since_ms}}
                           : Json(nullptr);
   const SplitCounts& c = st.splits;
-  j["splits"] = Json{
-      {"total", c.total},         {"runnable", c.runnable},       {"owned", c.owned},
-      {"completed", c.completed}, {"quarantined", c.quarantined}, {"total_weight", c.total_weight}};
+  j["splits"] =
+      Json{{"total", c.total},         {"runnable", c.runnable},        {"owned", c.owned},
+           {"completed", c.completed}, {"quarantined", c.quarantined},  {"pending", c.pending},
+           {"residuals", c.residuals}, {"total_weight", c.total_weight}};
   j["progress"] = progress_json(st.progress);
   j["unowned_remaining"] = st.unowned_remaining;
   Json members = Json::array();
@@ -131,7 +132,9 @@ nlohmann::ordered_json splits_json(const std::string& job, const SplitListing& l
                         {"attempts", r.attempts},
                         {"weight", r.weight},
                         {"watermark", r.watermark},
-                        {"last_error", or_null(r.last_error)}});
+                        {"last_error", or_null(r.last_error)},
+                        {"parent", or_null(r.parent)},
+                        {"children", r.children}});
   }
   Json j;
   j["schema"] = "etlc.splits.v1";

@@ -171,8 +171,12 @@ std::string status_text(const std::string& job, const std::string& bucket, const
   }
   const SplitCounts& c = st.splits;
   out += fmt::format(
-      "splits    {} records: {} runnable ({} owned), {} completed, {} quarantined; weight {}\n",
-      c.total, c.runnable, c.owned, c.completed, c.quarantined, c.total_weight);
+      "splits    {} records: {} runnable ({} owned), {} completed, {} quarantined{}; weight {}\n",
+      c.total, c.runnable, c.owned, c.completed, c.quarantined,
+      c.residuals > 0
+          ? fmt::format("; {} cut from splits under way ({} pending)", c.residuals, c.pending)
+          : std::string(),
+      c.total_weight);
   out += fmt::format("progress  {}\n", progress_text(st.progress, st.unowned_remaining));
   out += fmt::format("balance   {}\n", balance_text(st.balance));
 
@@ -236,15 +240,19 @@ std::string status_line(const JobStatus& st) {
 }
 
 std::string splits_text(const SplitListing& l) {
-  Table t({"SPLIT", "STATUS", "OWNER", "EPOCH", "ATTEMPTS", "WEIGHT", "WATERMARK", "LAST ERROR"},
-          {false, false, false, true, true, true, true, false});
+  Table t(
+      {"SPLIT", "STATUS", "OWNER", "EPOCH", "ATTEMPTS", "WEIGHT", "WATERMARK", "CUT", "LAST ERROR"},
+      {false, false, false, true, true, true, true, false, false});
   for (const SplitRow& r : l.rows) {
     std::string owner = r.owner ? safe(*r.owner) : "-";
     if (r.lease_owner && r.lease_owner != r.owner) {
       owner += fmt::format(" (lease: {})", safe(*r.lease_owner));
     }
+    // Dynamic splitting: a residual names its parent; a parent, how many residuals it gave.
+    std::string cut = r.parent ? "from " + safe(*r.parent) : "-";
+    if (r.children > 0) cut = fmt::format("{}{} residuals", r.parent ? cut + ", " : "", r.children);
     t.add({safe(r.id), std::string(to_string(r.status)), owner, std::to_string(r.epoch),
-           std::to_string(r.attempts), std::to_string(r.weight), std::to_string(r.watermark),
+           std::to_string(r.attempts), std::to_string(r.weight), std::to_string(r.watermark), cut,
            r.last_error ? safe(*r.last_error) : ""});
   }
   std::string out = t.render();

@@ -1,0 +1,63 @@
+#include "core/cut_rules.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/keys.hpp"
+
+namespace etlc::core {
+
+namespace {
+// '~', 20 digits of epoch, '.', and the cut's number (at most kMaxChildrenPerSplit: 2 digits).
+constexpr std::size_t kChildSuffixBytes = 1 + 20 + 1 + 2;
+static_assert(kMaxChildrenPerSplit < 100);
+}  // namespace
+
+std::string child_split_id(std::string_view parent, std::uint64_t epoch, std::size_t n) {
+  std::string id = fmt::format("{}~{}.{}", parent, epoch, n);
+  validate_id(id, "the id of a split's residual");
+  return id;
+}
+
+bool child_id_fits(std::string_view parent) noexcept {
+  return parent.size() + kChildSuffixBytes <= kMaxSplitIdBytes;
+}
+
+SplitRecord pending_child(const std::string& child, std::uint64_t weight, SplitOrigin origin) {
+  SplitRecord r;
+  r.id = child;
+  r.status = SplitStatus::pending;
+  r.weight = weight;
+  r.cut_from = std::move(origin);
+  return r;
+}
+
+SplitRecord cut_parent(const SplitRecord& parent, const SplitProgress& progress,
+                       const std::string& child, std::uint64_t residual_weight) {
+  SplitRecord next = parent;
+  const std::optional<std::uint64_t> done = progress.done ? progress.done : parent.progress.done;
+  next.progress = progress;
+  next.progress.done = done;
+  next.children.push_back(child);
+  next.weight = parent.weight > residual_weight ? parent.weight - residual_weight : 0;
+  return next;
+}
+
+bool names_child(const SplitRecord& parent, std::string_view child) noexcept {
+  return std::find(parent.children.begin(), parent.children.end(), child) != parent.children.end();
+}
+
+ChildFate pending_child_fate(const SplitRecord& child, const SplitRecord* parent) {
+  if (child.status != SplitStatus::pending || !child.cut_from || parent == nullptr ||
+      parent->id != child.cut_from->split) {
+    return ChildFate::wait;
+  }
+  if (names_child(*parent, child.id)) return ChildFate::flip;
+  // The tenancy that cut it is live only while the parent is runnable at that epoch with an owner.
+  const bool cutter_live = parent->status == SplitStatus::runnable &&
+                           parent->epoch == child.cut_from->epoch && parent->owner.has_value();
+  return cutter_live ? ChildFate::wait : ChildFate::orphan;
+}
+
+}  // namespace etlc::core

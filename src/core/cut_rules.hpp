@@ -1,0 +1,47 @@
+// The rules of a cut (dynamic splitting, docs/work-assignment.md "Splitting a split under way"):
+// the child's id, its pending record, the parent's record after the cut, and what the leader
+// does with a pending child. Pure and thread-safe.
+//
+// The order of writes that makes a cut safe (HeldSplits::split): the owner of the parent, in its
+// tenancy at epoch E, creates spec.{child} and split.{child} (pending, cut_from {parent, E}), then
+// CASes split.{parent} to name the child, with the progress that carries the parent's new end.
+// The leader makes a pending child runnable only once its parent's record names it, so a child
+// exists before the cut is durable, and is claimable only after.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/records.hpp"
+
+namespace etlc::core {
+
+// "{parent}~{epoch}.{n}": deterministic for the n-th cut (1-based) made in that tenancy, and
+// unique, since an epoch names one tenancy. Throws ConfigError when it would exceed
+// kMaxSplitIdBytes (a split cut so often that its descendants' ids no longer fit).
+std::string child_split_id(std::string_view parent, std::uint64_t epoch, std::size_t n);
+
+// Whether the next cut of `parent` (at most 20 digits of epoch, 2 of n) has an id that fits.
+bool child_id_fits(std::string_view parent) noexcept;
+
+// The pending record of a residual of `weight` cut from `origin`.
+SplitRecord pending_child(const std::string& child, std::uint64_t weight, SplitOrigin origin);
+
+// The parent's record after a cut: `progress` (set as a commit sets it), `child` named, and its
+// weight lowered by the residual's (never below 0).
+SplitRecord cut_parent(const SplitRecord& parent, const SplitProgress& progress,
+                       const std::string& child, std::uint64_t residual_weight);
+
+// What the leader does with a pending child, given its parent's record (null: not known).
+enum class ChildFate : std::uint8_t {
+  wait,    // the tenancy that cut it may still name it (or the parent is not known)
+  flip,    // its parent's record names it: make it runnable
+  orphan,  // the tenancy that cut it is over without naming it: it can never be named; delete it
+};
+ChildFate pending_child_fate(const SplitRecord& child, const SplitRecord* parent);
+
+// Whether `parent` names `child` among its children.
+bool names_child(const SplitRecord& parent, std::string_view child) noexcept;
+
+}  // namespace etlc::core
