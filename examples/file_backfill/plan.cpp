@@ -112,10 +112,12 @@ std::vector<SplitPlan> pack_splits(const std::vector<FileRange>& ranges,
   return bins;
 }
 
-std::vector<SplitPlan> plan_splits(const Listing& listing, std::uint64_t target_bytes) {
+std::vector<SplitPlan> plan_splits(const Listing& listing, std::uint64_t target_bytes,
+                                   std::uint64_t min_range_bytes) {
+  const std::uint64_t range_bytes = std::max(target_bytes, min_range_bytes);
   std::vector<FileRange> ranges;
   for (const InputFile& f : listing.files) {
-    if (f.bytes <= target_bytes) {
+    if (f.bytes <= range_bytes) {
       ranges.push_back(whole_file(f));
       continue;
     }
@@ -123,7 +125,7 @@ std::vector<SplitPlan> plan_splits(const Listing& listing, std::uint64_t target_
     try {
       MappedFile m(path);
       if (m.size() != f.bytes) throw UserError("input file " + path.string() + " changed size");
-      for (FileRange& r : cut_file(m.data(), f, target_bytes)) ranges.push_back(std::move(r));
+      for (FileRange& r : cut_file(m.data(), f, range_bytes)) ranges.push_back(std::move(r));
     } catch (const UserError&) {
       throw;
     } catch (const std::exception& e) {
@@ -177,7 +179,8 @@ SplitPlan decode_descriptor(std::string_view id, std::string_view descriptor) {
   return s;
 }
 
-std::string job_fingerprint(const Listing& listing, std::uint64_t split_bytes) {
+std::string job_fingerprint(const Listing& listing, std::uint64_t split_bytes,
+                            std::uint64_t min_range_bytes) {
   std::uint64_t h = 1469598103934665603ull;  // FNV-1a 64
   auto mix = [&](std::string_view s) {
     for (unsigned char c : s) {
@@ -188,6 +191,7 @@ std::string job_fingerprint(const Listing& listing, std::uint64_t split_bytes) {
     h *= 1099511628211ull;
   };
   mix(std::to_string(split_bytes));
+  mix(std::to_string(min_range_bytes));
   for (const InputFile& f : listing.files) {
     mix(f.name);
     mix(std::to_string(f.bytes));
@@ -198,10 +202,10 @@ std::string job_fingerprint(const Listing& listing, std::uint64_t split_bytes) {
   return buf;
 }
 
-FilePlanner::FilePlanner(Listing listing, std::uint64_t split_bytes)
+FilePlanner::FilePlanner(Listing listing, std::uint64_t split_bytes, std::uint64_t min_range_bytes)
     : listing_(std::move(listing)),
-      splits_(plan_splits(listing_, split_bytes)),
-      fingerprint_(job_fingerprint(listing_, split_bytes)) {}
+      splits_(plan_splits(listing_, split_bytes, min_range_bytes)),
+      fingerprint_(job_fingerprint(listing_, split_bytes, min_range_bytes)) {}
 
 etlc::Plan FilePlanner::plan(const etlc::PlanContext&) {
   etlc::Plan p;

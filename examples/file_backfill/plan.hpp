@@ -70,9 +70,15 @@ std::vector<FileRange> cut_file(std::string_view data, const InputFile& file,
 std::vector<SplitPlan> pack_splits(const std::vector<FileRange>& ranges,
                                    std::uint64_t target_bytes);
 
-// The job's splits: every listed file, the large ones cut (cut_file), packed (pack_splits).
+// Planned ranges are at least this long (whatever the target): a --split-bytes far below a
+// file's size means "a file per split" to some users, not a split per row.
+inline constexpr std::uint64_t kMinRangeBytes = 64 << 10;
+
+// The job's splits: every listed file, those above max(target, min_range) cut into ranges of
+// about that size (cut_file), packed into splits of at most `target_bytes` (pack_splits).
 // Throws UserError if a file cannot be read or changed size since it was listed.
-std::vector<SplitPlan> plan_splits(const Listing& listing, std::uint64_t target_bytes);
+std::vector<SplitPlan> plan_splits(const Listing& listing, std::uint64_t target_bytes,
+                                   std::uint64_t min_range_bytes = kMinRangeBytes);
 
 // The split descriptor (the id travels separately):
 //   {"files":[{"name":..,"bytes":..},{"name":..,"bytes":..,"begin":..,"end":..},..]}
@@ -82,15 +88,17 @@ std::string encode_descriptor(const SplitPlan& split);
 // Throws UserError on a descriptor this program did not write.
 SplitPlan decode_descriptor(std::string_view id, std::string_view descriptor);
 
-// A digest of what the job processes: the file names and sizes, the split target and the rules
-// that plan with them (v2: large files cut into ranges). Members started on a different input, or
-// planning by other rules, are refused by the coordinator.
-std::string job_fingerprint(const Listing& listing, std::uint64_t split_bytes);
+// A digest of what the job processes: the file names and sizes, the split target, the range
+// floor and the rules that plan with them (v2: large files cut into ranges). Members started on a
+// different input, or planning by other rules, are refused by the coordinator.
+std::string job_fingerprint(const Listing& listing, std::uint64_t split_bytes,
+                            std::uint64_t min_range_bytes = kMinRangeBytes);
 
 // Plans once, from the listing taken when the member started (a final plan).
 class FilePlanner final : public etlc::Planner {
  public:
-  FilePlanner(Listing listing, std::uint64_t split_bytes);
+  FilePlanner(Listing listing, std::uint64_t split_bytes,
+              std::uint64_t min_range_bytes = kMinRangeBytes);
   std::string fingerprint() const override { return fingerprint_; }
   etlc::Plan plan(const etlc::PlanContext& context) override;
   const std::vector<SplitPlan>& splits() const { return splits_; }

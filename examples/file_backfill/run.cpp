@@ -248,6 +248,7 @@ int run_job(const RunOptions& o, RunTotals* totals) {
       // commits, revocations and crashes land inside splits, not only between them.
       ls.step_bytes = static_cast<std::size_t>(
           std::clamp<std::uint64_t>(o.split_bytes / 32, 16u << 10, 1u << 20));
+      ls.min_split_bytes = ls.step_bytes;  // a residual is worth at least one step of a lane
       ls.counters = &life->counters;
       ls.progress = &job;
       ls.pacer = o.throttle_bytes_per_s > 0 && !per_lane ? &life->pacer : nullptr;

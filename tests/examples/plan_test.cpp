@@ -130,7 +130,9 @@ TEST(PlannerTest, plans_one_final_split_per_bin_weighted_by_bytes) {
   std::string c = "h\n";
   while (c.size() < 298) c += "row\n";
   std::ofstream(dir.path() / "c.csv") << c;
-  FilePlanner p(list_input(dir.path()), 100);
+  EXPECT_EQ(FilePlanner(list_input(dir.path()), 100).splits().size(), 3u)
+      << "no range below kMinRangeBytes: three files, three splits";
+  FilePlanner p(list_input(dir.path()), 100, 50);
   etlc::Plan plan = p.plan({});
   EXPECT_EQ(plan.finality, etlc::PlanFinality::final);
   ASSERT_EQ(plan.splits.size(), 5u) << "a and b alone (110 > 100), c in three ranges";
@@ -293,7 +295,7 @@ TEST(CutTest, a_generated_file_far_above_the_target_is_cut_through_the_window) {
   const std::vector<FileRange> ranges = cut_file(m.data(), l.files[0], target);
   ASSERT_EQ(ranges.size(), 3u);
   expect_cover(m.data(), ranges);
-  const std::vector<SplitPlan> plan = plan_splits(l, target);
+  const std::vector<SplitPlan> plan = plan_splits(l, target, 1);
   ASSERT_EQ(plan.size(), 3u);
   for (std::size_t i = 0; i < 3; ++i)
     EXPECT_EQ(plan[i].ranges, (std::vector<FileRange>{ranges[i]}));

@@ -170,7 +170,7 @@ class VerifySplitTest : public ::testing::Test {
     settings.step_bytes = 1000;
     settings.min_split_bytes = 500;
     settings.counters = &counters;
-    const std::vector<SplitPlan> plan = plan_splits(list_input(g.output), 8'000);
+    const std::vector<SplitPlan> plan = plan_splits(list_input(g.output), 8'000, 1);
     planned = plan.size();
     for (const SplitPlan& s : plan) run(s.id, encode_descriptor(s), 1);
   }
