@@ -89,6 +89,11 @@ TEST(CutRules, ChildIdsNameTheTenancyAndTheCut) {
   EXPECT_TRUE(child_id_fits(std::string(200, 'x')));
   EXPECT_FALSE(child_id_fits(std::string(240, 'x')));
   EXPECT_THROW(child_split_id(std::string(253, 'x'), 1, 1), ConfigError);
+  EXPECT_TRUE(residual_id_form(child_split_id("a~1.2", 30, 4)));
+  for (const char* planned :
+       {"a", "a~1", "a.1", "~1.2", "a~.1", "a~1.", "backup~1.csv", "x~1.2b"}) {
+    EXPECT_FALSE(residual_id_form(planned)) << planned;
+  }
 }
 
 TEST(CutRules, TheParentNamesTheChildAndGivesUpItsWeight) {
