@@ -47,10 +47,11 @@ inline constexpr std::size_t kCutWindow = kMaxRecordBytes + 1 + kCutSlack;
 
 // Where a range of the file may end and the next begin so that each record is read by exactly
 // one of them: the start of the first record (the header counts) at or after `target`, as read
-// from the file's start; data.size() if none. `known` must be a record start (or 0): reading
-// starts there when it is within kCutWindow of `target`, else from every line start in the
-// window before `target`, and nullopt if they do not all agree (rare: a field spanning many
-// lines) or no line starts in the window's last kCutSlack bytes (a long line).
+// from the file's start; data.size() if none. `known` must be a position that reading from the
+// file's start stands on (0, a record's start or the position after a record): reading starts
+// there when it is within kCutWindow of `target`, else from every line start in the window
+// before `target`, and nullopt if they do not all agree (rare: a field spanning many lines) or no
+// line starts in the window's last kCutSlack bytes (a long line).
 std::optional<std::size_t> next_boundary(std::string_view data, std::size_t known,
                                          std::size_t target);
 

@@ -287,6 +287,7 @@ class FileLane final : public etlc::Lane {
     if (!cut || end() - *cut < settings_.min_split_bytes) return std::nullopt;
     SplitPlan rest = tail_from(*cut);
     end_at(*cut);
+    settings_.counters->splits_cut.fetch_add(1, std::memory_order_relaxed);
     return etlc::SplitResidual{encode_descriptor(rest), rest.bytes};
   }
 

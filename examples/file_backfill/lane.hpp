@@ -31,6 +31,9 @@ struct MemberCounters {
   std::atomic<std::uint64_t> rows_written{0};  // rows whose lines reached an output file
   std::atomic<std::uint64_t> malformed_read{0};
   std::atomic<std::uint64_t> splits_completed{0};
+  // Residuals its lanes cut off (Lane::split): splits the plan did not have. A cut whose commit
+  // never lands (the split lost first) is counted all the same.
+  std::atomic<std::uint64_t> splits_cut{0};
   std::atomic<std::uint64_t> rows_completed{0};  // valid rows of the splits it completed
   std::atomic<std::uint64_t> malformed_completed{0};
 };
