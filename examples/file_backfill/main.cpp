@@ -54,7 +54,9 @@ int main(int argc, char** argv) {
   r->add_option("--rebalance-delay-ms", run.rebalance_delay_ms,
                 "how long a departed member's splits wait for it")
       ->capture_default_str();
-  r->add_option("--split-bytes", run.split_bytes, "target split size")->capture_default_str();
+  r->add_option("--split-bytes", run.split_bytes,
+                "target split size (larger files are cut into ranges of at least 64 KiB)")
+      ->capture_default_str();
   r->add_option("--kill-member-at", run.kill_member_at,
                 "crash one in-process member at this percent of the input (memory store)");
   r->add_option("--restart-at", run.restart_at, "restart it under the same id at this percent");
@@ -116,7 +118,9 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->capture_default_str();
   be->add_option("--max-in-flight", b.max_in_flight, "lanes per member")->capture_default_str();
-  be->add_option("--split-bytes", b.split_bytes, "target split size")->capture_default_str();
+  be->add_option("--split-bytes", b.split_bytes,
+                 "target split size (larger files are cut into ranges of at least 64 KiB)")
+      ->capture_default_str();
   be->add_option("--commit-interval-ms", b.commit_interval_ms, "progress commit interval")
       ->capture_default_str();
   be->add_option("--repeat", b.repeat, "runs per configuration (the median is reported)")

@@ -52,7 +52,7 @@ struct RunOptions {
 struct RunTotals {
   double seconds = 0;
   std::uint64_t input_bytes = 0;
-  std::uint64_t splits = 0;
+  std::uint64_t splits = 0;        // planned, plus the residuals this process's lanes cut off
   std::uint64_t rows = 0;          // distinct valid rows of the completed splits
   std::uint64_t malformed = 0;     // malformed rows of the completed splits
   std::uint64_t rows_written = 0;  // output lines written (duplicates included)
