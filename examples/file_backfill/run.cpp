@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <set>
@@ -212,7 +213,9 @@ int run_job(const RunOptions& o, RunTotals* totals) {
 
     const Listing listing = list_input(o.input);
     check_output(o.output);
-    auto planner = std::make_shared<FilePlanner>(listing, o.split_bytes);
+    auto planner = std::make_shared<FilePlanner>(
+        listing, o.split_bytes,
+        o.cut_files ? kMinRangeBytes : std::numeric_limits<std::uint64_t>::max());
     const std::uint64_t total_splits = planner->splits().size();
     auto store = open_store(o);
     JobProgress job;
@@ -256,6 +259,7 @@ int run_job(const RunOptions& o, RunTotals* totals) {
       etlc::CoordinatorConfig c;
       c.instance_id = id;
       c.max_in_flight = o.max_in_flight;
+      c.dynamic_splitting = o.dynamic_splitting;
       c.lease_duration = std::chrono::milliseconds(o.lease_ms);
       c.op_timeout = std::chrono::milliseconds(std::clamp<std::int64_t>(o.lease_ms / 3, 1, 2000));
       c.rebalance_delay = std::chrono::milliseconds(o.rebalance_delay_ms);
