@@ -37,6 +37,7 @@ void Leadership::tend_residuals() {
     const core::ChildFate fate = core::pending_child_fate(v.rec, parent);
     if (fate != core::ChildFate::wait) todo.emplace_back(id, fate);
   }
+  find_lost_residuals();
   for (const auto& [id, fate] : todo) {
     auto it = leader_views_.pending().find(id);
     if (it == leader_views_.pending().end()) continue;
@@ -45,6 +46,26 @@ void Leadership::tend_residuals() {
       if (flip_residual(id, v)) assignment_dirty_ = true;
     } else {
       delete_orphan(id, v);
+    }
+  }
+}
+
+// A residual its parent names but whose record is nowhere (an operator deleted it while pending:
+// the one delete the views do not take for damage) is damage like any missing split record:
+// heal_splits rebuilds it from its spec, so its rows are not lost.
+void Leadership::find_lost_residuals() {
+  auto& damage = leader_views_.split_damage();
+  for (const std::string& parent : leader_views_.parents()) {
+    auto it = leader_views_.splits().find(parent);
+    if (it == leader_views_.splits().end()) continue;
+    for (const std::string& child : it->second.rec.children) {
+      if (leader_views_.splits().count(child) || leader_views_.pending().count(child) ||
+          damage.count(child)) {
+        continue;
+      }
+      log().warn("etlc: {}: residual '{}' of split '{}' has no record; rebuilding it",
+                 ctx_.instance, child, parent);
+      damage[child] = Damage{0, true, ctx_.clock.now(), "missing (its parent names it)", {}};
     }
   }
 }

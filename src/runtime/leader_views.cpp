@@ -17,6 +17,7 @@ void LeaderViews::ensure_watches() {
   if (!splits_watch_.open()) {
     splits_.clear();
     pending_.clear();
+    parents_.clear();
     residuals_ = 0;
     split_damage_.clear();
     parked_specs_.clear();
@@ -73,6 +74,13 @@ void LeaderViews::count(const core::SplitRecord& r, bool add) {
     weights_.remove(r);
   }
   if (r.cut_from) residuals_ = add ? residuals_ + 1 : residuals_ - 1;
+  if (!r.children.empty()) {
+    if (add) {
+      parents_.insert(r.id);
+    } else {
+      parents_.erase(r.id);
+    }
+  }
   std::uint64_t* tally = r.status == core::SplitStatus::completed     ? &completed_
                          : r.status == core::SplitStatus::quarantined ? &quarantined_
                                                                       : nullptr;

@@ -59,6 +59,8 @@ class LeaderViews {
   // Pending residuals their parent's record already names: splits of the job, though not yet
   // runnable (the tallies count them, so the job cannot complete before they do).
   std::uint64_t named_pending() const;
+  // Splits in the view whose records name residuals (at most max_dynamic_splits of them).
+  const std::set<std::string>& parents() const { return parents_; }
   // Residuals in the view: records with cut_from, pending ones included.
   std::uint64_t residuals() const { return residuals_ + pending_.size(); }
   std::map<std::string, Damage>& split_damage() { return split_damage_; }
@@ -97,7 +99,8 @@ class LeaderViews {
   WatchSlot splits_watch_, cordons_watch_;
   std::unordered_map<std::string, SplitView> splits_;
   std::unordered_map<std::string, SplitView> pending_;
-  std::uint64_t residuals_ = 0;  // records in splits_ with cut_from
+  std::uint64_t residuals_ = 0;    // records in splits_ with cut_from
+  std::set<std::string> parents_;  // ids in splits_ whose records name children
   std::map<std::string, Damage> split_damage_;
   std::set<std::string> parked_specs_;  // splits parked for their spec (core/repair_rules.hpp)
   std::set<std::string> cordons_;

@@ -119,6 +119,7 @@ class Leadership {
                         std::vector<core::SplitAsk> asks, bool& failed, std::uint64_t& written);
   // dynamic_splits.cpp
   void tend_residuals();
+  void find_lost_residuals();
   bool flip_residual(const std::string& id, const SplitView& v);
   void delete_orphan(const std::string& id, const SplitView& v);
   void ask_for_splits(const core::AssignmentInput& in, const core::Assignment& out, TimePoint now);

@@ -85,6 +85,30 @@ TEST(DynamicSplit, a_free_lane_gets_the_residual_of_the_split_that_ends_last) {
   EXPECT_EQ(fleet.plan_record()->split_count, 3u);
 }
 
+// An operator deletes a residual's record after its parent named it, before the leader made it
+// runnable: the one delete the leader's views do not take for damage (its own orphan cleanup
+// looks the same). The parent names it, so it is rebuilt from its spec and read.
+TEST(DynamicSplit, a_named_residual_whose_record_is_deleted_is_rebuilt_and_read) {
+  Fleet fleet(std::make_shared<TestPlanner>(make_splits(2, 1000)));
+  Node& a = fleet.add("a", one_lane);
+  Node& b = fleet.add("b", one_lane);
+  Node& slow = one_split_left(fleet, a, b);
+  Node& other = &slow == &a ? b : a;
+  const auto ask = request_to(fleet, slow);
+  ASSERT_TRUE(ask);
+  ASSERT_TRUE(slow.coord
+                  ->split("s000", SplitProgress{300, "end=650", 300},
+                          SplitResidual{"rows 650..1000", 350}, ask->epoch)
+                  .durable());
+  const std::string child = core::child_split_id("s000", ask->epoch, 1);
+  auto rec = fleet.mem->get(core::split_key(child));
+  ASSERT_TRUE(rec);
+  ASSERT_EQ(core::decode_split(rec->key, rec->value).status, core::SplitStatus::pending);
+  ASSERT_TRUE(fleet.mem->erase(core::split_key(child), rec->revision).ok);
+  ASSERT_TRUE(fleet.run_until([&] { return other.held().count(child) > 0; }, 20s));
+  EXPECT_EQ(other.all<SplitGranted>().back().spec.descriptor, "rows 650..1000");
+}
+
 // A cut by a tenancy that is over (a zombie that has not noticed) creates its residual's
 // records, but its CAS of the parent loses: the residual is never runnable, and the leader
 // deletes it.
