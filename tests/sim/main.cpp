@@ -3,8 +3,9 @@
 //   etlc-sim --seeds N --from S --scenario NAME [--faults 'name=value,...'] [--trace]
 //            [--stop-on-failure] [--time-limit SECONDS] [--progress N] [--per-run]
 //
-// Scenarios: calm crash pause store watch stale leader skew open poison chaos operator lone (and
-// `all`, which picks one per seed; `zombie` is the pause-heavy mix of the checker-must-fail test).
+// Scenarios: calm crash pause store watch stale leader skew open poison chaos operator lone tail
+// straggler (and `all`, which picks one per seed; `zombie` is the pause-heavy mix of the
+// checker-must-fail test).
 // Each run prints nothing unless it fails; a failure prints the invariant, the replay command and
 // the last trace events. At the end: runs, failures, runs per second and the virtual-to-real time
 // ratio. Exit status 1 if any run failed, 2 on bad arguments.
@@ -148,6 +149,12 @@ int main(int argc, char** argv) {
     }
     total.stale_grants += r.stats.stale_grants;
     total.stale_anomalies += r.stats.stale_anomalies;
+    total.split_requests += r.stats.split_requests;
+    total.cuts_refused += r.stats.cuts_refused;
+    total.cuts_made += r.stats.cuts_made;
+    htotal.cuts += r.history.cuts;
+    htotal.flips += r.history.flips;
+    htotal.orphans += r.history.orphans;
     htotal.claims_takeover += r.history.claims_takeover;
     htotal.claims_reclaim += r.history.claims_reclaim;
     htotal.claims_without_lease += r.history.claims_without_lease;
@@ -250,6 +257,11 @@ int main(int argc, char** argv) {
       "90 % done; completion phase {:.1f} s on average over {} runs\n",
       total.revokes_late, total.revokes_late_to_faster, total.revokes_nearly_done,
       completions == 0 ? 0.0 : completion_s / static_cast<double>(completions), completions);
+  fmt::print(
+      "splitting: {} split requests to lanes, {} refused, {} cuts made, {} landed (parents naming "
+      "a residual), {} residuals made runnable, {} orphans deleted\n",
+      total.split_requests, total.cuts_refused, total.cuts_made, htotal.cuts, htotal.flips,
+      htotal.orphans);
   fmt::print(
       "operator: {} records damaged, {} split records rebuilt, {} splits parked for their spec, "
       "{} requeued\n",
