@@ -555,7 +555,11 @@ void History::on_child_spec(OpKind kind, const std::string& id, std::string_view
     return;
   }
   if (kind == OpKind::erase) {
-    if (named(id)) fail(3, fmt::format("spec.{} of a named residual deleted by {}", id, who(w)));
+    // The leader's orphan cleanup, or a claimer proving the operator's damage current.
+    auto it = splits_.find(id);
+    if (named(id) && (it == splits_.end() || !it->second.spec_damaged)) {
+      fail(3, fmt::format("spec.{} of a named residual deleted by {} while readable", id, who(w)));
+    }
     return;
   }
   const SplitTruth& parent = p->second;

@@ -152,6 +152,7 @@ int main(int argc, char** argv) {
     total.split_requests += r.stats.split_requests;
     total.cuts_refused += r.stats.cuts_refused;
     total.cuts_made += r.stats.cuts_made;
+    total.cut_crashes += r.stats.cut_crashes;
     htotal.cuts += r.history.cuts;
     htotal.flips += r.history.flips;
     htotal.orphans += r.history.orphans;
@@ -189,7 +190,8 @@ int main(int argc, char** argv) {
           "run seed=%llu scenario=%s ok=%d virtual_s=%.1f real_ms=%.1f members=%d splits=%zu "
           "steps=%llu crashes=%llu pauses=%llu takeovers=%llu quarantines=%llu "
           "claims_without_lease=%llu stale_grants=%llu revokes=%llu revokes_late=%llu "
-          "revokes_late_to_faster=%llu revokes_nearly_done=%llu completion_s=%.1f\n",
+          "revokes_late_to_faster=%llu revokes_nearly_done=%llu completion_s=%.1f cuts=%llu "
+          "orphans=%llu cut_crashes=%llu\n",
           static_cast<unsigned long long>(seed), params.scenario.c_str(), r.ok() ? 1 : 0,
           static_cast<double>(r.virtual_ns) / 1e9, r.real_s * 1e3, params.members,
           params.records.size(), static_cast<unsigned long long>(r.stats.steps),
@@ -203,7 +205,10 @@ int main(int argc, char** argv) {
           static_cast<unsigned long long>(r.stats.revokes_late),
           static_cast<unsigned long long>(r.stats.revokes_late_to_faster),
           static_cast<unsigned long long>(r.stats.revokes_nearly_done),
-          static_cast<double>(r.stats.completed_after) / 1e9);
+          static_cast<double>(r.stats.completed_after) / 1e9,
+          static_cast<unsigned long long>(r.history.cuts),
+          static_cast<unsigned long long>(r.history.orphans),
+          static_cast<unsigned long long>(r.stats.cut_crashes));
     }
     if (!r.ok()) {
       ++failures;
@@ -259,9 +264,9 @@ int main(int argc, char** argv) {
       completions == 0 ? 0.0 : completion_s / static_cast<double>(completions), completions);
   fmt::print(
       "splitting: {} split requests to lanes, {} refused, {} cuts made, {} landed (parents naming "
-      "a residual), {} residuals made runnable, {} orphans deleted\n",
+      "a residual), {} residuals made runnable, {} orphans deleted, {} crashes mid-cut\n",
       total.split_requests, total.cuts_refused, total.cuts_made, htotal.cuts, htotal.flips,
-      htotal.orphans);
+      htotal.orphans, total.cut_crashes);
   fmt::print(
       "operator: {} records damaged, {} split records rebuilt, {} splits parked for their spec, "
       "{} requeued\n",

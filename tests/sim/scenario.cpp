@@ -240,6 +240,8 @@ ShapeOverrides parse_overrides(std::string_view text, FaultRates& r) {
       r.split = parse_bool(name, value) ? FaultRates::Split::on : FaultRates::Split::off;
     } else if (name == "split_refuse") {
       r.split_refuse = std::min(1.0, parse_double(name, value));
+    } else if (name == "unsafe_cut") {
+      r.unsafe_cut_below_emitted = parse_bool(name, value);
     } else if (name == "members") {
       shape.members = std::clamp(static_cast<int>(parse_double(name, value)), 1, 12);
     } else if (name == "splits") {
@@ -253,7 +255,7 @@ ShapeOverrides parse_overrides(std::string_view text, FaultRates& r) {
           "watch_drop, watch_delay, stale, operator, op_fail, op_unknown, planner_fail, skew_ppm, "
           "grow, poison, unsafe, sink_fail, sink_unknown, unsafe_sink, unsafe_lapse, report_done, "
           "remaining_work, damping_ppm, pin_ppm, cooldown_ms, pace, pace_gain_ppm, even_pace, "
-          "split, split_refuse, members, splits, fault_s)",
+          "split, split_refuse, unsafe_cut, members, splits, fault_s)",
           name));
     }
   }

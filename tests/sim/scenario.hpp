@@ -58,6 +58,7 @@ struct FaultRates {
   enum class Split : std::uint8_t { off, on, random } split = Split::off;
   double split_refuse = 0.3;
   bool straggler = false;
+  bool unsafe_cut_below_emitted = false;  // test-only: lanes cut one record below their next
 };
 
 enum class PlanShape : std::uint8_t { final_plan, open_grows_then_final, open_grows_forever };

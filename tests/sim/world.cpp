@@ -119,7 +119,8 @@ struct Incarnation {
   bool saw_complete = false;
   bool saw_stalled = false;
   std::uint64_t nonces = 0;
-  int idle_spins = 0;  // consecutive steps that did nothing and asked to run again at once
+  int idle_spins = 0;          // consecutive steps that did nothing and asked to run again at once
+  bool crash_mid_cut = false;  // its crash point was armed by a cut (World::lane_action)
 };
 
 struct Slot {
@@ -425,7 +426,10 @@ void World::pump_all() {
 
 void World::after_call(Incarnation& inc) {
   const std::uint64_t call = call_;
-  if (inc.alive && inc.store->faults.crash_hit) {
+  if (inc.alive && inc.store->faults.crash_hit && inc.crash_mid_cut) {
+    ++stats_.cut_crashes;
+    crash(inc, "crash point reached mid-cut");
+  } else if (inc.alive && inc.store->faults.crash_hit) {
     const auto keys = history_.keys_in_call(call);
     bool plan = false, publish = false;
     for (const auto& k : keys) {
@@ -600,6 +604,13 @@ void World::lane_action(Incarnation& inc, const std::string& id) {
     return;
   }
   if (lane.mode != Lane::Mode::wedged && lane.cut) {
+    // Sometimes the process dies a few store operations into the cut: before the residual's
+    // record, before the parent's CAS, or with the CAS landed.
+    if (faults_on_ && p_.faults.crash_per_s > 0 && inc.store->faults.crash_after == 0 &&
+        split_rng_.chance(0.1)) {
+      inc.store->faults.crash_after = split_rng_.range(1, 3);
+      inc.crash_mid_cut = true;
+    }
     const std::uint64_t wm = lane.next;
     CommitResult r = user_call(inc, CallKind::split, lane, wm);
     if (r.durable()) {
@@ -739,8 +750,12 @@ void World::cut_lane(Incarnation& inc, Lane& lane, double keep) {
     ++stats_.cuts_refused;
     return;
   }
-  const auto at = static_cast<std::uint64_t>(
-      split_rng_.range(static_cast<std::int64_t>(from), static_cast<std::int64_t>(lane.count - 1)));
+  // Test-only (unsafe_cut): give away the last record emitted; invariant 3 must catch it.
+  const bool unsafe = p_.faults.unsafe_cut_below_emitted && lane.next > 0;
+  const auto at =
+      unsafe ? lane.next - 1
+             : static_cast<std::uint64_t>(split_rng_.range(
+                   static_cast<std::int64_t>(from), static_cast<std::int64_t>(lane.count - 1)));
   lane.cut =
       SplitResidual{History::residual_descriptor({lane.index, lane.lo + at, lane.lo + lane.count}),
                     lane.count - at};

@@ -54,6 +54,7 @@ struct RunStats {
   std::uint64_t stale_anomalies = 0;         // UsageErrors the runtime raised after stale reads
   // Dynamic splitting: requests the lanes got, cuts they refused (at random, or unable) and made.
   std::uint64_t split_requests = 0, cuts_refused = 0, cuts_made = 0;
+  std::uint64_t cut_crashes = 0;   // processes that died at a crash point a cut armed
   VirtualNs converged_after = -1;  // from the end of the fault phase
   VirtualNs completed_after = -1;  // from the start of the completion phase
 };
