@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -32,21 +33,33 @@ class RangePlanner final : public etlc::Planner {
   }
 };
 
-// Progress: watermark = numbers done, state = their partial sum, done = the numbers done again
-// (the weight is the split's count of numbers), so the leader balances on what remains.
+// Progress: watermark = numbers done, state = their partial sum and the range's end (which a cut
+// moves), done = the numbers done again (the weight is the split's count of numbers), so the
+// leader balances on what remains and knows which splits end last.
 class SquaresLane final : public etlc::Lane {
  public:
   explicit SquaresLane(const etlc::LaneContext& ctx) {
     std::sscanf(ctx.spec.descriptor.c_str(), "%lu %lu", &begin_, &end_);
     next_ = begin_ + ctx.resume.watermark;
-    if (!ctx.resume.state.empty()) sum_ = std::stoull(ctx.resume.state);
+    // "sum end": the end is there once the lane was cut (split() below); "sum" alone otherwise.
+    if (!ctx.resume.state.empty()) std::sscanf(ctx.resume.state.c_str(), "%lu %lu", &sum_, &end_);
   }
   etlc::StepResult step() override {
     for (std::uint64_t i = 0; i < kPerStep && next_ < end_; ++i, ++next_) sum_ += next_ * next_;
     return next_ < end_ ? etlc::StepResult::more() : etlc::StepResult::end();
   }
   etlc::SplitProgress durable_progress() override {
-    return {next_ - begin_, std::to_string(sum_), next_ - begin_};
+    return {next_ - begin_, std::to_string(sum_) + " " + std::to_string(end_), next_ - begin_};
+  }
+  // Idle lanes elsewhere: give them the numbers not read yet, from the first one past `keep` of
+  // them. The residual is a range like any planned one; this lane now ends at the cut.
+  std::optional<etlc::SplitResidual> split(double keep) override {
+    const std::uint64_t left = end_ - next_;
+    if (left < 2 * kPerStep) return std::nullopt;  // too little to be worth a split
+    const std::uint64_t cut = next_ + static_cast<std::uint64_t>(static_cast<double>(left) * keep);
+    etlc::SplitResidual residual{std::to_string(cut) + " " + std::to_string(end_), end_ - cut};
+    end_ = cut;
+    return residual;
   }
   void close(etlc::LaneEnd end) override {
     if (end == etlc::LaneEnd::completed) g_sum += sum_;  // the completion is durable: publish

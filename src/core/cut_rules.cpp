@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "core/keys.hpp"
 
@@ -18,6 +19,19 @@ std::string child_split_id(std::string_view parent, std::uint64_t epoch, std::si
   std::string id = fmt::format("{}~{}.{}", parent, epoch, n);
   validate_id(id, "the id of a split's residual");
   return id;
+}
+
+bool residual_id_form(std::string_view id) noexcept {
+  auto digits_before = [&](std::size_t end, char mark) -> std::optional<std::size_t> {
+    std::size_t i = end;
+    while (i > 0 && id[i - 1] >= '0' && id[i - 1] <= '9') --i;
+    if (i == end || i == 0 || id[i - 1] != mark) return std::nullopt;
+    return i - 1;
+  };
+  const auto dot = digits_before(id.size(), '.');
+  if (!dot) return false;
+  const auto tilde = digits_before(*dot, '~');
+  return tilde && *tilde > 0;  // a residual's parent id is never empty
 }
 
 bool child_id_fits(std::string_view parent) noexcept {

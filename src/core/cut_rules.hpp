@@ -22,6 +22,10 @@ namespace etlc::core {
 // kMaxSplitIdBytes (a split cut so often that its descendants' ids no longer fit).
 std::string child_split_id(std::string_view parent, std::uint64_t epoch, std::size_t n);
 
+// Whether `id` ends in "~{digits}.{digits}", the form child_split_id gives. Planned ids may not
+// (the leader refuses such a plan), so a residual's id never collides with a planned split's.
+bool residual_id_form(std::string_view id) noexcept;
+
 // Whether the next cut of `parent` (at most 20 digits of epoch, 2 of n) has an id that fits.
 bool child_id_fits(std::string_view parent) noexcept;
 

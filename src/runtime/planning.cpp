@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "core/completion.hpp"
+#include "core/cut_rules.hpp"
 #include "core/keys.hpp"
 #include "core/protocol_assert.hpp"
 #include "core/repair_rules.hpp"
@@ -117,6 +118,12 @@ bool Leadership::valid_plan(const Plan& plan, TimePoint now) {
       }
       if (!ids.insert(s.spec.id).second) {
         throw ConfigError(fmt::format("split id '{}' planned twice", s.spec.id));
+      }
+      if (core::residual_id_form(s.spec.id)) {
+        throw ConfigError(fmt::format(
+            "split id '{}' ends in ~<digits>.<digits>, the form of a residual's id (dynamic "
+            "splitting); planned ids may not end so",
+            s.spec.id));
       }
     } catch (const ConfigError& e) {
       log().error("etlc: {}: rejecting plan: {}", ctx_.instance, e.what());

@@ -89,6 +89,11 @@ class ScriptedMember : public MemberApi {
   CommitResult release_drained(std::string_view id, std::uint64_t epoch) override {
     return record({"release_drained", std::string(id), {}, {}, epoch});
   }
+  // A cut: `reason` holds the residual's descriptor.
+  CommitResult split(std::string_view id, const SplitProgress& p, const SplitResidual& residual,
+                     std::uint64_t epoch) override {
+    return record({"split", std::string(id), p, residual.descriptor, epoch});
+  }
   void decline_revoke(std::string_view id, std::uint64_t epoch) override {
     record({"decline_revoke", std::string(id), {}, {}, epoch});
   }
@@ -146,6 +151,7 @@ struct LaneScript {
   std::function<void()> before_write;
   bool throw_on_open = false;
   bool decline_drain = false;
+  bool can_split = false;  // split() cuts (else it declines, the default)
   // Runs inside each step (threaded tests slow steps down to measure concurrency).
   std::function<void()> in_step;
 
@@ -167,6 +173,10 @@ struct LaneScript {
   }
   LaneScript& declining() {
     decline_drain = true;
+    return *this;
+  }
+  LaneScript& splittable() {
+    can_split = true;
     return *this;
   }
   LaneScript& slow(std::chrono::milliseconds per_step) {
@@ -266,12 +276,27 @@ class ScriptedLane final : public Lane {
   }
   SplitProgress durable_progress() override {
     src_.log("durable " + ctx_.spec.id);
-    return SplitProgress{pos_, "state@" + std::to_string(pos_)};
+    return progress();
   }
   std::optional<SplitProgress> drain() override {
     src_.log("drain " + ctx_.spec.id);
     if (script_.decline_drain) return std::nullopt;
-    return SplitProgress{pos_, "state@" + std::to_string(pos_)};
+    return progress();
+  }
+  // Cuts at the first record at or after `keep` of what is left: "records a..b" goes to the
+  // residual, and the state names the new end.
+  std::optional<SplitResidual> split(double keep) override {
+    src_.log("split " + ctx_.spec.id);
+    if (!script_.can_split || script_.records - pos_ < 2) return std::nullopt;
+    const auto left = script_.records - pos_;
+    auto kept = static_cast<std::uint64_t>(static_cast<double>(left) * keep + 0.999);
+    kept = std::clamp<std::uint64_t>(kept, 1, left - 1);
+    const std::uint64_t cut = pos_ + kept;
+    SplitResidual r{"records " + std::to_string(cut) + ".." + std::to_string(script_.records),
+                    script_.records - cut};
+    script_.records = cut;
+    cut_ = true;
+    return r;
   }
   void close(LaneEnd end) override {
     src_.log("close " + ctx_.spec.id + " " + std::string(to_string(end)));
@@ -282,6 +307,13 @@ class ScriptedLane final : public Lane {
   LaneContext ctx_;
   LaneScript script_;
   std::uint64_t pos_;
+  bool cut_ = false;
+
+  SplitProgress progress() const {
+    std::string state = "state@" + std::to_string(pos_);
+    if (cut_) state += " end=" + std::to_string(script_.records);
+    return SplitProgress{pos_, std::move(state)};
+  }
 };
 
 inline std::unique_ptr<Lane> ScriptedSource::open(const LaneContext& ctx) {

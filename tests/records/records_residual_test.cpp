@@ -1,0 +1,144 @@
+// The record fields of dynamic splitting: a split record's children and cut_from, the pending
+// status, and an assignment record's split requests. Golden encodings and the refusals.
+#include <gtest/gtest.h>
+
+#include "core/cut_rules.hpp"
+#include "core/keys.hpp"
+#include "core/records.hpp"
+#include "etlc/errors.hpp"
+
+namespace etlc::core {
+namespace {
+
+TEST(ResidualRecords, SplitRecordWithChildrenAndOriginGolden) {
+  SplitRecord r;
+  r.id = "s1~7.1";
+  r.epoch = 2;
+  r.weight = 350;
+  r.progress = SplitProgress{10, "end=9", 10};
+  r.children = {"s1~7.1~2.1", "s1~7.1~2.2"};
+  r.cut_from = SplitOrigin{"s1", 7};
+  const std::string json =
+      R"({"v":1,"id":"s1~7.1","epoch":2,"status":"runnable","attempts":0,"weight":350,)"
+      R"("progress":{"watermark":10,"state":"ZW5kPTk=","done":10},)"
+      R"("children":["s1~7.1~2.1","s1~7.1~2.2"],"cut_from":{"split":"s1","epoch":7}})";
+  EXPECT_EQ(encode(r), json);
+  EXPECT_EQ(decode_split(split_key("s1~7.1"), json), r);
+  const SplitRecord pending = pending_child("s1~7.1", 350, SplitOrigin{"s1", 7});
+  EXPECT_EQ(decode_split(split_key("s1~7.1"), encode(pending)), pending);
+  EXPECT_EQ(to_string(SplitStatus::pending), "pending");
+}
+
+TEST(ResidualRecords, BadChildrenAndOriginsAreRefused) {
+  const std::string head =
+      R"({"v":1,"id":"s","epoch":1,"status":"runnable","attempts":0,"weight":1,)"
+      R"("progress":{"watermark":0,"state":""})";
+  auto code = [&](const std::string& tail) {
+    try {
+      decode_split("split.s", head + tail + "}");
+    } catch (const RecordError& e) {
+      return e.code();
+    }
+    return RecordErrc::malformed;  // not refused: the caller's EXPECT fails on it
+  };
+  EXPECT_EQ(code(R"(,"children":[])"), RecordErrc::wrong_type) << "one encoding: absent";
+  EXPECT_EQ(code(R"(,"children":["a","a"])"), RecordErrc::wrong_type);
+  EXPECT_EQ(code(R"(,"children":[""])"), RecordErrc::wrong_type);
+  EXPECT_EQ(code(R"(,"children":"a")"), RecordErrc::wrong_type);
+  EXPECT_EQ(code(R"(,"cut_from":{"split":"p"})"), RecordErrc::missing_field);
+  EXPECT_EQ(code(R"(,"cut_from":{"split":"p","epoch":1,"x":1})"), RecordErrc::unknown_field);
+  std::string many = R"(,"children":[)";
+  for (std::size_t i = 0; i <= kMaxChildrenPerSplit; ++i) {
+    many += (i ? "," : "") + std::string("\"c") + std::to_string(i) + "\"";
+  }
+  EXPECT_EQ(code(many + "]"), RecordErrc::wrong_type);
+  SplitRecord r;
+  r.id = "s";
+  r.children = {"a", "a"};
+  EXPECT_THROW(encode(r), ConfigError);
+}
+
+TEST(ResidualRecords, AssignmentSplitRequestsGolden) {
+  const AssignmentRecord a{"m1", 4, {"a", "b"}, {SplitAsk{"b", 3, 1, 500'000}}};
+  const std::string json =
+      R"({"v":1,"instance":"m1","term":4,"splits":["a","b"],)"
+      R"("split_requests":[{"split":"b","epoch":3,"children":1,"keep_ppm":500000}]})";
+  EXPECT_EQ(encode(a), json);
+  EXPECT_EQ(decode_assignment("assign.m1", json), a);
+}
+
+TEST(ResidualRecords, SplitRequestsMustNameTheRecordsOwnSplits) {
+  EXPECT_THROW(encode(AssignmentRecord{"m1", 1, {"a"}, {SplitAsk{"z", 1, 0, 500'000}}}),
+               ConfigError);
+  EXPECT_THROW(encode(AssignmentRecord{"m1", 1, {"a"}, {SplitAsk{"a", 1, 0, 0}}}), ConfigError);
+  EXPECT_THROW(encode(AssignmentRecord{"m1", 1, {"a"}, {SplitAsk{"a", 1, 0, 1'000'000}}}),
+               ConfigError);
+  EXPECT_THROW(encode(AssignmentRecord{
+                   "m1", 1, {"a", "b"}, {SplitAsk{"b", 1, 0, 1}, SplitAsk{"a", 1, 0, 1}}}),
+               ConfigError);
+  const std::string head = R"({"v":1,"instance":"m1","term":1,"splits":["a"],"split_requests":)";
+  for (const std::string tail : {R"([])", R"([{"split":"z","epoch":1,"children":0,"keep_ppm":1}])",
+                                 R"([{"split":"a","epoch":1,"children":0,"keep_ppm":0}])",
+                                 R"([{"split":"a","epoch":1,"children":0}])", R"({"split":"a"})"}) {
+    EXPECT_THROW(decode_assignment("assign.m1", head + tail + "}"), RecordError) << tail;
+  }
+}
+
+TEST(CutRules, ChildIdsNameTheTenancyAndTheCut) {
+  EXPECT_EQ(child_split_id("files/a.csv", 12, 3), "files/a.csv~12.3");
+  EXPECT_TRUE(child_id_fits(std::string(200, 'x')));
+  EXPECT_FALSE(child_id_fits(std::string(240, 'x')));
+  EXPECT_THROW(child_split_id(std::string(253, 'x'), 1, 1), ConfigError);
+  EXPECT_TRUE(residual_id_form(child_split_id("a~1.2", 30, 4)));
+  for (const char* planned :
+       {"a", "a~1", "a.1", "~1.2", "a~.1", "a~1.", "backup~1.csv", "x~1.2b"}) {
+    EXPECT_FALSE(residual_id_form(planned)) << planned;
+  }
+}
+
+TEST(CutRules, TheParentNamesTheChildAndGivesUpItsWeight) {
+  SplitRecord parent;
+  parent.id = "p";
+  parent.epoch = 4;
+  parent.owner = "m";
+  parent.weight = 100;
+  parent.progress = SplitProgress{5, "old", 20};
+  const SplitRecord next =
+      cut_parent(parent, SplitProgress{6, "end=60", std::nullopt}, "p~4.1", 40);
+  EXPECT_EQ(next.children, std::vector<std::string>{"p~4.1"});
+  EXPECT_EQ(next.weight, 60u);
+  EXPECT_EQ(next.progress.state, "end=60");
+  EXPECT_EQ(next.progress.done, 20u) << "a cut without done keeps the last one";
+  EXPECT_EQ(cut_parent(parent, SplitProgress{}, "c", 500).weight, 0u);
+}
+
+TEST(CutRules, APendingChildIsMadeRunnableOnlyOnceNamedAndDeletedOnlyOnceItCannotBe) {
+  SplitRecord parent;
+  parent.id = "p";
+  parent.epoch = 4;
+  parent.owner = "m";
+  const SplitRecord child = pending_child("p~4.1", 10, SplitOrigin{"p", 4});
+  EXPECT_EQ(pending_child_fate(child, nullptr), ChildFate::wait);
+  EXPECT_EQ(pending_child_fate(child, &parent), ChildFate::wait) << "its cutter may still name it";
+  SplitRecord named = parent;
+  named.children = {"p~4.1"};
+  EXPECT_EQ(pending_child_fate(child, &named), ChildFate::flip);
+  named.epoch = 9;  // named, then taken over: still its parent's
+  named.owner = "n";
+  EXPECT_EQ(pending_child_fate(child, &named), ChildFate::flip);
+  SplitRecord moved = parent;
+  moved.epoch = 5;
+  EXPECT_EQ(pending_child_fate(child, &moved), ChildFate::orphan);
+  SplitRecord released = parent;
+  released.owner.reset();
+  EXPECT_EQ(pending_child_fate(child, &released), ChildFate::orphan);
+  SplitRecord done = parent;
+  done.status = SplitStatus::completed;
+  EXPECT_EQ(pending_child_fate(child, &done), ChildFate::orphan);
+  SplitRecord runnable_child = child;
+  runnable_child.status = SplitStatus::runnable;
+  EXPECT_EQ(pending_child_fate(runnable_child, &moved), ChildFate::wait) << "not pending";
+}
+
+}  // namespace
+}  // namespace etlc::core

@@ -1,0 +1,191 @@
+// Dynamic splitting in the runtime (docs/work-assignment.md, "Splitting a split under way"): the
+// leader asks for a cut when a lane is free and nothing is queued; the owner's cut creates the
+// residual pending and names it by a fenced CAS; the leader makes it runnable and assigns it; the
+// job completes only with its residuals; a zombie's cut loses the fence and its residual is
+// deleted; an unanswered request is not repeated in that tenancy.
+#include <gtest/gtest.h>
+
+#include "core/cut_rules.hpp"
+#include "core/keys.hpp"
+#include "runtime/fleet.hpp"
+
+namespace etlc::testing {
+namespace {
+
+using std::chrono::milliseconds;
+
+void one_lane(CoordinatorConfig& c) {
+  c.max_in_flight = 1;
+}
+
+std::optional<core::SplitRecord> split_record(Fleet& fleet, const std::string& id) {
+  auto e = fleet.mem->get(core::split_key(id));
+  if (!e) return std::nullopt;
+  return core::decode_split(e->key, e->value);
+}
+
+// Two splits of weight 1000 on two one-lane members, each read to 300; the holder of s001
+// completes it, so its lane is free while s000 has 700 left. Returns the holder of s000.
+Node& one_split_left(Fleet& fleet, Node& a, Node& b) {
+  EXPECT_TRUE(fleet.run_until([&] { return a.held().size() == 1 && b.held().size() == 1; }));
+  Node& slow = a.held().count("s000") ? a : b;
+  Node& fast = &slow == &a ? b : a;
+  for (std::uint64_t done = 100; done <= 300; done += 100) {
+    EXPECT_TRUE(slow.coord->commit("s000", SplitProgress{done, {}, done}).durable());
+    EXPECT_TRUE(fast.coord->commit("s001", SplitProgress{done, {}, done}).durable());
+    fleet.run_for(1s);
+  }
+  EXPECT_TRUE(fast.coord->complete("s001", SplitProgress{1000, {}, 1000}).durable());
+  fast.lanes.clear();
+  return slow;
+}
+
+std::optional<SplitRequested> request_to(Fleet& fleet, Node& n) {
+  EXPECT_TRUE(fleet.run_until([&] { return n.count<SplitRequested>() > 0; }, 10s));
+  auto all = n.all<SplitRequested>();
+  if (all.empty()) return std::nullopt;
+  return all.front();
+}
+
+TEST(DynamicSplit, a_free_lane_gets_the_residual_of_the_split_that_ends_last) {
+  Fleet fleet(std::make_shared<TestPlanner>(make_splits(2, 1000)));
+  Node& a = fleet.add("a", one_lane);
+  Node& b = fleet.add("b", one_lane);
+  Node& slow = one_split_left(fleet, a, b);
+  Node& other = &slow == &a ? b : a;
+  const auto ask = request_to(fleet, slow);
+  ASSERT_TRUE(ask);
+  EXPECT_EQ(ask->split_id, "s000");
+  EXPECT_DOUBLE_EQ(ask->keep, 0.5);
+  const SplitProgress cut_at{300, "end=650", 300};
+  ASSERT_TRUE(slow.coord->split("s000", cut_at, SplitResidual{"rows 650..1000", 350}, ask->epoch)
+                  .durable());
+  const std::string child = core::child_split_id("s000", ask->epoch, 1);
+  auto parent = split_record(fleet, "s000");
+  ASSERT_TRUE(parent);
+  EXPECT_EQ(parent->children, std::vector<std::string>{child});
+  EXPECT_EQ(parent->weight, 650u) << "the parent keeps what it did not give";
+  EXPECT_EQ(parent->progress.state, "end=650");
+  ASSERT_TRUE(fleet.run_until([&] { return other.held().count(child) > 0; }, 10s));
+  const auto grants = other.all<SplitGranted>();
+  ASSERT_FALSE(grants.empty());
+  EXPECT_EQ(grants.back().spec, (SplitSpec{child, "rows 650..1000", 350}));
+  auto rec = split_record(fleet, child);
+  ASSERT_TRUE(rec && rec->cut_from);
+  EXPECT_EQ(*rec->cut_from, (core::SplitOrigin{"s000", ask->epoch}));
+
+  // The job completes only with its residual.
+  ASSERT_TRUE(slow.coord->complete("s000", SplitProgress{650, "end=650", 650}).durable());
+  fleet.run_for(3s);
+  EXPECT_EQ(a.count<AllComplete>() + b.count<AllComplete>(), 0u);
+  ASSERT_TRUE(other.coord->complete(child, SplitProgress{350, {}, 350}).durable());
+  ASSERT_TRUE(
+      fleet.run_until([&] { return a.count<AllComplete>() > 0 && b.count<AllComplete>() > 0; }));
+  EXPECT_EQ(a.all<AllComplete>().front().completed, 3u);
+  EXPECT_EQ(fleet.plan_record()->split_count, 3u);
+}
+
+// A cut by a tenancy that is over (a zombie that has not noticed) creates its residual's
+// records, but its CAS of the parent loses: the residual is never runnable, and the leader
+// deletes it.
+TEST(DynamicSplit, a_zombies_cut_loses_the_fence_and_its_residual_is_deleted) {
+  Fleet fleet(std::make_shared<TestPlanner>(make_splits(1, 1000)));
+  Node& a = fleet.add("a", one_lane);
+  ASSERT_TRUE(fleet.run_until([&] { return a.held().size() == 1; }));
+  Node& b = fleet.add("b", one_lane);
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }));
+  const std::uint64_t epoch = split_record(fleet, "s000")->epoch;
+  a.running = false;  // a stops stepping: b expires its session and takes s000 over
+  ASSERT_TRUE(fleet.run_until([&] { return b.held().count("s000") > 0; }, 30s));
+  const CommitResult r =
+      a.coord->split("s000", SplitProgress{100, "end=500", 100}, SplitResidual{"rows", 500}, epoch);
+  EXPECT_EQ(r.status, CommitStatus::fenced) << r.detail;
+  const std::string child = core::child_split_id("s000", epoch, 1);
+  EXPECT_TRUE(fleet.mem->get(core::spec_key(child))) << "the zombie's first writes landed";
+  ASSERT_TRUE(fleet.run_until(
+      [&] {
+        return !fleet.mem->get(core::split_key(child)) && !fleet.mem->get(core::spec_key(child));
+      },
+      10s));
+  EXPECT_TRUE(split_record(fleet, "s000")->children.empty());
+  EXPECT_EQ(b.ever_granted.count(child), 0u);
+  ASSERT_TRUE(b.coord->complete("s000", SplitProgress{1000, {}, 1000}).durable());
+  ASSERT_TRUE(fleet.run_until([&] { return b.count<AllComplete>() > 0; }));
+  EXPECT_EQ(b.all<AllComplete>().front().completed, 1u) << "the orphan is not a split of the job";
+}
+
+// A residual created but not yet named (the owner between its two writes) is not claimable; the
+// owner's next tenancy reads the parent whole, and the residual is deleted.
+TEST(DynamicSplit, a_residual_its_parent_does_not_name_is_never_claimed) {
+  Fleet fleet(std::make_shared<TestPlanner>(make_splits(1, 1000)));
+  Node& a = fleet.add("a", one_lane);
+  ASSERT_TRUE(fleet.run_until([&] { return a.held().size() == 1; }));
+  Node& b = fleet.add("b", one_lane);
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged(); }));
+  const std::uint64_t epoch = split_record(fleet, "s000")->epoch;
+  const std::string child = core::child_split_id("s000", epoch, 1);
+  // What a's cut writes first, as if it crashed right after.
+  ASSERT_TRUE(fleet.mem->create(core::spec_key(child),
+                                core::encode(core::SpecRecord{SplitSpec{child, "rows", 500}})));
+  ASSERT_TRUE(fleet.mem->create(
+      core::split_key(child),
+      core::encode(core::pending_child(child, 500, core::SplitOrigin{"s000", epoch}))));
+  fleet.run_for(5s);
+  EXPECT_EQ(b.ever_granted.count(child), 0u) << "pending while its cutter may still name it";
+  EXPECT_TRUE(fleet.mem->get(core::split_key(child)));
+  fleet.crash("a");
+  ASSERT_TRUE(fleet.run_until([&] { return b.held().count("s000") > 0; }, 30s));
+  EXPECT_EQ(b.all<SplitGranted>().back().progress.watermark, 0u);
+  ASSERT_TRUE(fleet.run_until([&] { return !fleet.mem->get(core::split_key(child)); }, 10s));
+  EXPECT_FALSE(fleet.mem->get(core::spec_key(child)));
+  EXPECT_EQ(b.ever_granted.count(child), 0u);
+}
+
+// A lane that never answers (a source that cannot split, or an event loop that ignores the
+// event): after split_request_timeout the request is dropped and not made again in that tenancy,
+// so it costs two publishes, then the fleet is quiet.
+TEST(DynamicSplit, an_unanswered_request_is_taken_as_declined_and_not_repeated) {
+  Fleet fleet(std::make_shared<TestPlanner>(make_splits(2, 1000)));
+  auto tweak = [](CoordinatorConfig& c) {
+    c.max_in_flight = 1;
+    c.split_request_timeout = milliseconds(4000);
+  };
+  Node& a = fleet.add("a", tweak);
+  Node& b = fleet.add("b", tweak);
+  Node& slow = one_split_left(fleet, a, b);
+  ASSERT_TRUE(request_to(fleet, slow));
+  fleet.run_for(6s);  // past the timeout: the record is republished without the request
+  const std::string leader = fleet.leader_id();
+  const std::uint64_t publishes = fleet.node(leader).member().publishes();
+  fleet.run_for(20s);
+  EXPECT_EQ(slow.count<SplitRequested>(), 1u);
+  EXPECT_EQ(fleet.node(leader).member().publishes(), publishes);
+  auto rec = fleet.mem->get(core::assign_key(slow.id));
+  ASSERT_TRUE(rec);
+  EXPECT_TRUE(core::decode_assignment(rec->key, rec->value).split_requests.empty());
+}
+
+// Nothing is asked while splits are queued, nor when dynamic splitting is off.
+TEST(DynamicSplit, no_request_while_work_is_queued_or_when_off) {
+  {
+    Fleet fleet(std::make_shared<TestPlanner>(make_splits(3, 1000)));
+    Node& a = fleet.add("a", one_lane);
+    Node& b = fleet.add("b", one_lane);
+    ASSERT_TRUE(fleet.run_until([&] { return a.held().size() == 1 && b.held().size() == 1; }));
+    fleet.run_for(10s);  // s002 waits for a lane
+    EXPECT_EQ(a.count<SplitRequested>() + b.count<SplitRequested>(), 0u);
+  }
+  Fleet fleet(std::make_shared<TestPlanner>(make_splits(2, 1000)));
+  auto off = [](CoordinatorConfig& c) {
+    c.max_in_flight = 1;
+    c.dynamic_splitting = false;
+  };
+  Node& a = fleet.add("a", off);
+  Node& b = fleet.add("b", off);
+  Node& slow = one_split_left(fleet, a, b);
+  fleet.run_for(10s);
+  EXPECT_EQ(slow.count<SplitRequested>(), 0u);
+}
+
+}  // namespace
+}  // namespace etlc::testing
