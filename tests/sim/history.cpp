@@ -609,12 +609,16 @@ bool History::check_child_write(SplitTruth& t, OpKind kind, const core::SplitRec
     return true;
   }
   if (kind == OpKind::create) {
-    const core::SplitRecord want =
+    // The cutter's pending record, or the leader's rebuild of it from the spec (at an epoch of
+    // its own): harmless while nobody names it.
+    core::SplitRecord want =
         core::pending_child(id, t.hi - t.lo, core::SplitOrigin{t.parent, t.cut_epoch});
-    if (t.exists || *next != want || !owned_tenancy(splits_.at(t.parent), t.cut_epoch, w)) {
-      fail(2, fmt::format("split.{} created by {} ({}) is not the pending record its cutter "
-                          "creates once: {}",
-                          id, who(w), t.exists ? "exists already" : "new", describe(*next)));
+    want.epoch = next->epoch;
+    if (t.exists || *next != want) {
+      fail(2, fmt::format("split.{} created by {} ({}) is not the pending record of a residual "
+                          "cut from {} at epoch {}: {}",
+                          id, who(w), t.exists ? "exists already" : "new", t.parent, t.cut_epoch,
+                          describe(*next)));
     }
     return true;
   }

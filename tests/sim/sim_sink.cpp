@@ -35,7 +35,7 @@ void SimSink::land_due() {
     const Late l = late_.front();
     late_.erase(late_.begin());
     std::uint64_t stored = 0;
-    const Status s = apply_write(l.inc, l.split, l.epoch, l.first, l.count, stored);
+    const Status s = apply_write(l.inc, l.split, l.epoch, l.first, l.count, l.state, stored);
     note(l.inc, fmt::format("sink: late write of {} records {}+{} e{} lands: {}", l.split, l.first,
                             l.count, l.epoch, s == Status::ok ? "applied" : "not applied"));
   }
@@ -43,7 +43,7 @@ void SimSink::land_due() {
 
 SimSink::Status SimSink::apply_open(const SinkLane& lane, std::uint64_t epoch,
                                     std::uint64_t& watermark) {
-  Row& r = rows_.try_emplace(lane.split, Row{0, 0, lane.base, lane.lo}).first->second;
+  Row& r = rows_.try_emplace(lane.split, Row{0, 0, lane.base, lane.lo, {}}).first->second;
   if (r.epoch > epoch && !p_.faults.unsafe_sink_without_fence) {
     ++stats_.refused;
     watermark = r.epoch;
@@ -57,7 +57,7 @@ SimSink::Status SimSink::apply_open(const SinkLane& lane, std::uint64_t epoch,
 
 SimSink::Status SimSink::apply_write(std::int32_t inc, const std::string& split,
                                      std::uint64_t epoch, std::uint64_t first, std::uint64_t count,
-                                     std::uint64_t& stored) {
+                                     const std::string& state, std::uint64_t& stored) {
   auto row = rows_.find(split);
   if (row == rows_.end()) {
     history_.fail(7, fmt::format("a write of split {} at epoch {} reached the sink, which was "
@@ -92,6 +92,7 @@ SimSink::Status SimSink::apply_write(std::int32_t inc, const std::string& split,
                                    i, History::split_id(r.base), split, epoch));
     }
   }
+  if (first + count >= r.watermark) r.state = state;
   r.watermark = std::max(r.watermark, first + count);
   ++stats_.writes;
   stats_.records += count;
@@ -123,8 +124,9 @@ SimSink::Status SimSink::open(std::int32_t inc, const SinkLane& lane, std::uint6
   return s;
 }
 
-SimSink::Status SimSink::write(std::int32_t inc, const std::string& split, std::uint64_t epoch,
+SimSink::Status SimSink::write(std::int32_t inc, const SinkLane& lane, std::uint64_t epoch,
                                std::uint64_t first, std::uint64_t count, std::uint64_t& stored) {
+  const std::string& split = lane.split;
   land_due();
   switch (fate()) {
     case Fate::fail:
@@ -136,19 +138,19 @@ SimSink::Status SimSink::write(std::int32_t inc, const std::string& split, std::
     case Fate::late:
       ++stats_.unknown;
       ++stats_.late;
-      late_.push_back(
-          Late{time_.now() + rng_.range(1, kMaxLateNs), inc, split, epoch, first, count});
+      late_.push_back(Late{time_.now() + rng_.range(1, kMaxLateNs), inc, split, epoch, first, count,
+                           lane.state});
       std::stable_sort(late_.begin(), late_.end(),
                        [](const Late& a, const Late& b) { return a.at < b.at; });
       return Status::unknown;
     case Fate::apply_unknown:
       ++stats_.unknown;
-      apply_write(inc, split, epoch, first, count, stored);
+      apply_write(inc, split, epoch, first, count, lane.state, stored);
       return Status::unknown;
     case Fate::apply:
       break;
   }
-  return apply_write(inc, split, epoch, first, count, stored);
+  return apply_write(inc, split, epoch, first, count, lane.state, stored);
 }
 
 std::uint64_t SimSink::emit(std::int32_t inc, std::uint64_t epoch, SinkLane& lane,
@@ -169,6 +171,7 @@ std::uint64_t SimSink::emit(std::int32_t inc, std::uint64_t epoch, SinkLane& lan
       note(inc,
            fmt::format("sink: {} resumes at the sink's watermark {} (granted {})", split, w, next));
       next = w;
+      lane.resumed_state = rows_.at(split).state;  // the Driver resumes from the sink's progress
     }
     return next;  // the open took this action
   }
@@ -190,7 +193,7 @@ std::uint64_t SimSink::emit(std::int32_t inc, std::uint64_t epoch, SinkLane& lan
   }
   if (count == 0) return next;
   std::uint64_t stored = 0;
-  switch (write(inc, split, epoch, next, count, stored)) {
+  switch (write(inc, lane, epoch, next, count, stored)) {
     case Status::ok:
       return next + count;
     case Status::refused:

@@ -33,6 +33,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,10 @@ struct SinkLane {
   std::string split;               // the split's id: its fence row
   std::size_t base = 0;            // the planned split whose records it writes ...
   std::uint64_t lo = 0;            // ... from this one on (watermark 0)
+  // The lane's progress state (its end, once cut), written with every batch as a sink keeps its
+  // progress; an open that resumes at the sink's watermark hands back the state stored with it.
+  std::string state;
+  std::optional<std::string> resumed_state;
 };
 
 class SimSink {
@@ -99,12 +104,14 @@ class SimSink {
     std::uint64_t watermark = 0;
     std::size_t base = 0;
     std::uint64_t lo = 0;
+    std::string state;  // the progress state of the last batch
   };
   struct Late {
     VirtualNs at = 0;
     std::int32_t inc = -1;
     std::string split;
     std::uint64_t epoch = 0, first = 0, count = 0;
+    std::string state;
   };
 
   // A transaction's fate under the fault model: applied now, failed, dropped, or late.
@@ -113,10 +120,11 @@ class SimSink {
   void land_due();  // applies late writes whose time has come, in order
   Status apply_open(const SinkLane& lane, std::uint64_t epoch, std::uint64_t& watermark);
   Status apply_write(std::int32_t inc, const std::string& split, std::uint64_t epoch,
-                     std::uint64_t first, std::uint64_t count, std::uint64_t& stored);
+                     std::uint64_t first, std::uint64_t count, const std::string& state,
+                     std::uint64_t& stored);
   Status open(std::int32_t inc, const SinkLane& lane, std::uint64_t epoch,
               std::uint64_t& watermark);
-  Status write(std::int32_t inc, const std::string& split, std::uint64_t epoch, std::uint64_t first,
+  Status write(std::int32_t inc, const SinkLane& lane, std::uint64_t epoch, std::uint64_t first,
                std::uint64_t count, std::uint64_t& stored);
   void note(std::int32_t inc, const std::string& what);
 

@@ -595,6 +595,18 @@ TEST(SimRegression, AnOrphanLeaseOfALiveMemberIsRemoved_Chaos29254) {
 // --- the simulator's machinery
 // --------------------------------------------------------------------
 
+// Leader repairs after operator damage in a job with residuals (dynamic splitting): a residual's
+// record rebuilt from its spec as runnable though unnamed (318), a planned record deleted while no
+// leader watched left missing because residuals made up for it in the count (282), a parent
+// rebuilt from its spec without its residuals (131).
+TEST(SimRegression, RepairsKeepResidualsRight_Operator318_282_131) {
+  for (std::uint64_t seed : {318, 282, 131}) {
+    const RunResult r = run(seed, "operator", "split=1");
+    EXPECT_TRUE(r.ok()) << r.report();
+    EXPECT_GT(r.history.cuts, 0u) << "seed " << seed;
+  }
+}
+
 TEST(SimClockTest, VirtualAtInvertsLocalAt) {
   VirtualTime vt;
   for (std::int64_t ppm : {-30'000, -1'999, 0, 7, 2'000, 99'999}) {

@@ -214,6 +214,8 @@ class World final : public FleetView {
   void check_cut_durable(const Lane& lane);
   // A granted split's range, from its descriptor and resume state; false (a finding) if wrong.
   bool open_range(Incarnation& inc, const SplitGranted& g, Lane& lane);
+  // The lane resumed at the sink's watermark, with the state stored beside it (its end).
+  void adopt_sink_state(Incarnation& inc, Lane& lane, const std::string& state);
   // A lane of a process that checks its session: it may send only while that session is live in
   // the store (invariant 8). False (and the lane dropped) when the session may have lapsed.
   bool lane_may_write(Incarnation& inc, const std::string& id);
@@ -687,7 +689,11 @@ void World::lane_action(Incarnation& inc, const std::string& id) {
                                    "the store",
                                    names_[inc.id], lane.id, lane.sink.nonce));
     }
+    lane.sink.state = lane.state;
     lane.next = sink_.emit(inc.id, lane.epoch, lane.sink, lane.next, k);
+    if (auto state = std::exchange(lane.sink.resumed_state, std::nullopt)) {
+      adopt_sink_state(inc, lane, *state);
+    }
     if (lane.sink.refused) {
       report_refusal();
       return;
@@ -734,6 +740,21 @@ bool World::open_range(Incarnation& inc, const SplitGranted& g, Lane& lane) {
   lane.count = end - lane.lo;
   lane.state = g.progress.state;
   return true;
+}
+
+void World::adopt_sink_state(Incarnation& inc, Lane& lane, const std::string& state) {
+  if (state.empty() || state == lane.state) return;
+  const std::uint64_t end = std::stoull(state);
+  if (end < lane.lo + lane.next || end > lane.lo + lane.count) {
+    history_.fail(
+        7, fmt::format("{} resumed split {} at the sink's watermark {} with end {} "
+                       "outside its range {}..{}",
+                       names_[inc.id], lane.id, lane.next, end, lane.lo, lane.lo + lane.count));
+    return;
+  }
+  lane.state = state;
+  lane.count = end - lane.lo;
+  lane.poison_at = std::min(lane.poison_at, lane.count);
 }
 
 // Asked to split: refuse at random (or when the lane cannot: not running, a cut under way, the
@@ -1287,6 +1308,16 @@ std::string World::dump() const {
   for (const auto& [id, t] : history_.splits()) {
     if (t.exists && t.rec.status == core::SplitStatus::runnable) ids.push_back(id);
   }
+  std::vector<std::string> residuals;
+  for (const auto& [id, t] : history_.splits()) {
+    if (!t.parent.empty()) {
+      residuals.push_back(fmt::format("  residual {}: records {}..{} {} {}\n", id, t.lo, t.hi,
+                                      t.exists ? core::to_string(t.rec.status) : "absent",
+                                      history_.job_split(t) ? "named" : "unnamed"));
+    }
+  }
+  std::sort(residuals.begin(), residuals.end());
+  for (const auto& r : residuals) out += r;
   std::sort(ids.begin(), ids.end());
   for (const auto& id : ids) {
     const SplitTruth& t = history_.splits().at(id);
