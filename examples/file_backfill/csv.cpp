@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_map>
 
 namespace fb {
 
@@ -15,6 +16,42 @@ std::size_t next_line(std::string_view data, std::size_t from) {
 
 CsvParse bad(std::size_t start, std::size_t next, std::string why) {
   return CsvParse{CsvParse::Kind::malformed, start, next, std::move(why)};
+}
+
+// Past blank lines (LF or CRLF), which are not records.
+std::size_t skip_blank_lines(std::string_view data, std::size_t pos) {
+  const std::size_t n = data.size();
+  while (pos < n &&
+         (data[pos] == '\n' || (data[pos] == '\r' && pos + 1 < n && data[pos + 1] == '\n'))) {
+    pos += data[pos] == '\n' ? 1 : 2;
+  }
+  return pos;
+}
+
+// Where reading records from `pos` first stands at or past `target`: a record's start or the
+// position after a record (or the end of the data). `memo` maps record starts below `target`
+// read before to their answer, so line starts read on the same path cost nothing again.
+std::size_t reach(std::string_view data, std::size_t pos, std::size_t target,
+                  std::unordered_map<std::size_t, std::size_t>& memo,
+                  std::vector<std::string>& fields) {
+  std::vector<std::size_t> path;
+  std::size_t at = 0;
+  for (;;) {
+    pos = skip_blank_lines(data, pos);
+    if (pos >= target) {
+      at = pos;
+      break;
+    }
+    if (const auto hit = memo.find(pos); hit != memo.end()) {
+      at = hit->second;
+      break;
+    }
+    path.push_back(pos);
+    const CsvParse p = parse_csv_record(data, pos, fields);
+    pos = p.next;
+  }
+  for (std::size_t p : path) memo[p] = at;
+  return at;
 }
 
 }  // namespace
@@ -59,11 +96,7 @@ bool valid_utf8(std::string_view s) noexcept {
 CsvParse parse_csv_record(std::string_view data, std::size_t pos,
                           std::vector<std::string>& fields) {
   const std::size_t n = data.size();
-  // Blank lines (LF or CRLF) are not records.
-  while (pos < n &&
-         (data[pos] == '\n' || (data[pos] == '\r' && pos + 1 < n && data[pos + 1] == '\n'))) {
-    pos += data[pos] == '\n' ? 1 : 2;
-  }
+  pos = skip_blank_lines(data, pos);
   if (pos >= n) return CsvParse{CsvParse::Kind::end, n, n, {}};
   const std::size_t start = pos;
   std::size_t count = 0;
@@ -182,6 +215,35 @@ bool CsvFile::next(CsvRow& row) {
                 std::to_string(header_.size());
   }
   return true;
+}
+
+std::optional<std::size_t> next_boundary(std::string_view data, std::size_t known,
+                                         std::size_t target) {
+  std::unordered_map<std::size_t, std::size_t> memo;
+  std::vector<std::string> fields;
+  if (target <= known || target - known <= kCutWindow) {
+    return reach(data, known, target, memo, fields);
+  }
+  // Read from every line start in [from, last], `last` the first line start past
+  // from + kMaxRecordBytes. The true reading stands on one of them: a record's interior line
+  // starts all lie within kMaxRecordBytes of its start, so no record spans all of them. If they
+  // all reach the same boundary, so does the true reading. The line starts after `last` are not
+  // asked: those inside a field spanning lines may not have fallen in step by the target.
+  const std::size_t from = target - kCutWindow;
+  const std::size_t last_nl = data.find('\n', from + kMaxRecordBytes);
+  if (last_nl == std::string_view::npos || last_nl + 1 >= target) return std::nullopt;
+  const std::size_t last = last_nl + 1;
+  std::optional<std::size_t> agreed;
+  for (std::size_t nl = data.find('\n', from - 1); nl != std::string_view::npos && nl < last;) {
+    const std::size_t line = nl + 1;
+    const std::size_t at = reach(data, line, target, memo, fields);
+    if (agreed && *agreed != at) return std::nullopt;
+    agreed = at;
+    // The blank lines after `line` read as it does: the next line worth reading from is the one
+    // after the next line that is not blank.
+    nl = data.find('\n', skip_blank_lines(data, line));
+  }
+  return agreed;
 }
 
 }  // namespace fb

@@ -10,10 +10,14 @@
 //
 // The lane and `verify` both read through CsvFile, so they agree on what a row is; the parser is
 // tested on its own against hand-written cases (tests/examples/csv_test.cpp).
+//
+// A file can be read in byte ranges (a split of part of a file): next_boundary finds where one
+// range may end and the next begin, by reading a little around the cut point.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +38,22 @@ struct CsvParse {
 // Parses the record at `pos` of `data` into `fields` (reusing its strings). `pos` must be a
 // record boundary. Returns Kind::end when only blank lines remain.
 CsvParse parse_csv_record(std::string_view data, std::size_t pos, std::vector<std::string>& fields);
+
+// How far before a cut point next_boundary reads when no boundary is known nearer: a record's
+// interior line starts all lie within kMaxRecordBytes of its start (only quoted fields span lines,
+// and each ends by then or is malformed), so a window longer than that holds a record boundary.
+inline constexpr std::size_t kCutSlack = 64 << 10;
+inline constexpr std::size_t kCutWindow = kMaxRecordBytes + 1 + kCutSlack;
+
+// Where a range of the file may end and the next begin so that each record is read by exactly
+// one of them: the start of the first record (the header counts) at or after `target`, as read
+// from the file's start; data.size() if none. `known` must be a position that reading from the
+// file's start stands on (0, a record's start or the position after a record): reading starts
+// there when it is within kCutWindow of `target`, else from every line start in the window
+// before `target`, and nullopt if they do not all agree (rare: a field spanning many lines) or no
+// line starts in the window's last kCutSlack bytes (a long line).
+std::optional<std::size_t> next_boundary(std::string_view data, std::size_t known,
+                                         std::size_t target);
 
 // True if `s` is valid UTF-8 (no overlongs, no surrogates, at most U+10FFFF).
 bool valid_utf8(std::string_view s) noexcept;

@@ -117,6 +117,7 @@ void append_malformed(std::string& out, std::uint64_t id, std::uint64_t k, bool 
 GenerateReport generate(const GenerateOptions& o) {
   if (o.files == 0 || o.files > 1'000'000) throw UserError("--files must be 1..1000000");
   if (o.total_bytes < o.files * 256) throw UserError("--total-bytes must be at least 256 per file");
+  if (o.one_big > 1000) throw UserError("--one-big must be 0..1000");
   std::error_code ec;
   fs::create_directories(o.output, ec);
   if (ec) throw UserError("cannot create " + o.output.string() + ": " + ec.message());
@@ -135,6 +136,11 @@ GenerateReport generate(const GenerateOptions& o) {
   const double cap = sum / 16;
   sum = 0;
   for (double& x : w) sum += (x = std::min(x, cap));
+  if (o.one_big > 0) {  // a straggler: equal files and one that is one_big times larger
+    for (double& x : w) x = 1;
+    w.back() = static_cast<double>(o.one_big);
+    sum = static_cast<double>(o.files - 1 + o.one_big);
+  }
 
   GenerateReport rep;
   const std::string header_lf = "id,name,city,amount,comment,created_at\n";

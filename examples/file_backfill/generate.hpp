@@ -12,6 +12,8 @@ struct GenerateOptions {
   std::uint64_t total_bytes = 100'000'000;
   std::uint64_t seed = 1;
   std::uint64_t malformed = 0;  // malformed rows to plant (spread over the files)
+  // > 0: every file of one size but the last, one_big times larger (a straggler); 0: Pareto.
+  std::uint64_t one_big = 0;
 };
 
 struct GenerateReport {

@@ -4,8 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -67,26 +69,61 @@ void Pacer::pace(std::uint64_t bytes, const std::stop_token& stop) {
   }
 }
 
-std::string encode_counts(std::uint64_t rows, std::uint64_t malformed) {
-  return std::to_string(rows) + " " + std::to_string(malformed);
+std::string encode_state(const LaneState& state) {
+  std::string s = std::to_string(state.rows) + " " + std::to_string(state.malformed);
+  if (state.end) {
+    s += ' ';
+    s += std::to_string(*state.end);  // (appended in two steps: GCC 12 -O3 warns on " " + ...)
+  }
+  return s;
 }
 
-void decode_counts(const std::string& state, std::uint64_t& rows, std::uint64_t& malformed) {
-  rows = 0;
-  malformed = 0;
-  if (state.empty()) return;
-  const auto space = state.find(' ');
-  if (space == std::string::npos) throw std::invalid_argument("bad progress state: " + state);
-  rows = std::stoull(state.substr(0, space));
-  malformed = std::stoull(state.substr(space + 1));
+LaneState decode_state(const std::string& state) {
+  LaneState out;
+  if (state.empty()) return out;
+  std::vector<std::uint64_t> numbers;
+  std::size_t pos = 0;
+  while (pos <= state.size() && numbers.size() < 4) {
+    const std::size_t space = std::min(state.find(' ', pos), state.size());
+    const std::string part = state.substr(pos, space - pos);
+    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos) {
+      throw std::invalid_argument("bad progress state: " + state);
+    }
+    numbers.push_back(std::stoull(part));
+    pos = space + 1;
+  }
+  if (numbers.size() < 2 || numbers.size() > 3) {
+    throw std::invalid_argument("bad progress state: " + state);
+  }
+  out.rows = numbers[0];
+  out.malformed = numbers[1];
+  if (numbers.size() == 3) out.end = numbers[2];
+  return out;
+}
+
+std::string file_name_of(const std::string& split) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (std::size_t i = 0; i < split.size(); ++i) {
+    const auto c = static_cast<unsigned char>(split[i]);
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (alnum || c == '-' || c == '_' || c == '~' || (c == '.' && i > 0)) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += '%';
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 0xF]);
+    }
+  }
+  return out;
 }
 
 fs::path data_file(const fs::path& output, const std::string& split, std::uint64_t epoch) {
-  return output / "data" / (split + ".e" + std::to_string(epoch) + ".jsonl");
+  return output / "data" / (file_name_of(split) + ".e" + std::to_string(epoch) + ".jsonl");
 }
 
 fs::path rejects_file(const fs::path& output, const std::string& split, std::uint64_t epoch) {
-  return output / "rejects" / (split + ".e" + std::to_string(epoch) + ".jsonl");
+  return output / "rejects" / (file_name_of(split) + ".e" + std::to_string(epoch) + ".jsonl");
 }
 
 namespace {
@@ -162,67 +199,99 @@ class FileLane final : public etlc::Lane {
   FileLane(const etlc::LaneContext& ctx, const LaneSettings& settings)
       : settings_(settings),
         split_(decode_descriptor(ctx.spec.id, ctx.spec.descriptor)),
+        planned_end_(split_.bytes),
         epoch_(ctx.epoch),
         stop_(ctx.stop),
         watermark_(ctx.resume.watermark),
         lane_pacer_(settings.lane_bytes_per_s) {
-    decode_counts(ctx.resume.state, rows_, malformed_);
+    const LaneState state = decode_state(ctx.resume.state);
+    rows_ = state.rows;
+    malformed_ = state.malformed;
     std::uint64_t at = 0;
-    for (const InputFile& f : split_.files) {
+    for (const FileRange& r : split_.ranges) {
       starts_.push_back(at);
-      at += f.bytes;
+      at += r.bytes();
     }
     starts_.push_back(at);
-    if (watermark_ > at) {
+    if (state.end) {
+      if (*state.end > planned_end_ || *state.end < watermark_) {
+        throw std::runtime_error("progress of split " + split_.id + " ends at " +
+                                 std::to_string(*state.end) + ", outside its range");
+      }
+      end_at(*state.end);
+    }
+    if (watermark_ > starts_.back()) {
       throw std::runtime_error("resume watermark " + std::to_string(watermark_) +
                                " is past the end of split " + split_.id);
     }
-    while (file_ < split_.files.size() && starts_[file_ + 1] <= watermark_) ++file_;
+    while (file_ < split_.ranges.size() && starts_[file_ + 1] <= watermark_) ++file_;
     data_ = std::make_unique<OutputFile>(data_file(settings_.output_dir, split_.id, epoch_));
     if (settings_.progress != nullptr) {
-      settings_.progress->opened({split_.id, ctx.instance_id, epoch_, watermark_, split_.bytes});
+      settings_.progress->opened({split_.id, ctx.instance_id, epoch_, watermark_, end()});
     }
   }
 
   etlc::StepResult step() override {
     std::uint64_t consumed = 0;
-    while (consumed < settings_.step_bytes && file_ < split_.files.size()) {
+    while (consumed < settings_.step_bytes && file_ < split_.ranges.size()) {
       if (!csv_) open_current();
+      const FileRange& range = split_.ranges[file_];
       const std::size_t before = csv_->position();
-      if (!csv_->next(row_)) {
-        consumed += csv_->position() - before;
+      // A record starting at the range's end belongs to the next range (or split).
+      if (before >= range.end || !csv_->next(row_) || row_.offset >= range.end) {
+        consumed += range.end > before ? range.end - before : 0;
         close_current();
         continue;
       }
-      const std::string& name = split_.files[file_].name;
+      if (row_.next > range.end) {
+        throw std::runtime_error("split " + split_.id + " ends at byte " +
+                                 std::to_string(range.end) + " of " + range.name +
+                                 ", inside the record at byte " + std::to_string(row_.offset));
+      }
       if (row_.malformed) {
-        append_reject_line(rejects_buf_, name, row_.offset, row_.error);
+        append_reject_line(rejects_buf_, range.name, row_.offset, row_.error);
         ++malformed_;
         settings_.counters->malformed_read.fetch_add(1, std::memory_order_relaxed);
       } else {
-        append_row_line(out_, name, row_.offset, csv_->header(), row_.fields);
+        append_row_line(out_, range.name, row_.offset, csv_->header(), row_.fields);
         ++rows_;
         ++out_rows_;
         settings_.counters->rows_read.fetch_add(1, std::memory_order_relaxed);
       }
       consumed += row_.next - before;
-      watermark_ = starts_[file_] + row_.next;
+      watermark_ = starts_[file_] + (row_.next - range.begin);
     }
     settings_.counters->bytes_read.fetch_add(consumed, std::memory_order_relaxed);
     if (settings_.progress != nullptr) settings_.progress->advance(split_.id, watermark_);
     if (out_.size() >= settings_.flush_bytes) write_out();
     if (settings_.pacer != nullptr) settings_.pacer->pace(consumed, stop_);
     lane_pacer_.pace(consumed, stop_);
-    return file_ < split_.files.size() ? etlc::StepResult::more() : etlc::StepResult::end();
+    return file_ < split_.ranges.size() ? etlc::StepResult::more() : etlc::StepResult::end();
   }
 
   etlc::SplitProgress durable_progress() override {
     write_out();
     data_->sync();
     if (rejects_) rejects_->sync();
+    LaneState state{rows_, malformed_, std::nullopt};
+    if (end() < planned_end_) state.end = end();
     // The split's weight is its size in bytes (plan.cpp), so the bytes durably behind the
     // watermark are the weight done: the leader balances on, and etlc status reports, the rest.
-    return {watermark_, encode_counts(rows_, malformed_), watermark_};
+    return {watermark_, encode_state(state), watermark_};
+  }
+
+  std::optional<etlc::SplitResidual> split(double keep) override {
+    if (!(keep > 0 && keep < 1)) return std::nullopt;
+    const std::uint64_t remaining = end() - watermark_;
+    if (remaining < settings_.min_split_bytes) return std::nullopt;
+    const auto kept = static_cast<std::uint64_t>(std::ceil(keep * static_cast<double>(remaining)));
+    const std::optional<std::uint64_t> cut =
+        find_cut(watermark_ + std::max<std::uint64_t>(kept, 1));
+    if (!cut || end() - *cut < settings_.min_split_bytes) return std::nullopt;
+    SplitPlan rest = tail_from(*cut);
+    end_at(*cut);
+    settings_.counters->splits_cut.fetch_add(1, std::memory_order_relaxed);
+    return etlc::SplitResidual{encode_descriptor(rest), rest.bytes};
   }
 
   void close(etlc::LaneEnd end) override {
@@ -242,15 +311,70 @@ class FileLane final : public etlc::Lane {
   }
 
  private:
+  // Where this lane's range ends now (split position).
+  std::uint64_t end() const { return starts_.back(); }
+
+  // Shrinks the range to end at split position `cut` (at most the current end).
+  void end_at(std::uint64_t cut) {
+    if (split_.ranges.empty()) return;
+    std::size_t i = 0;  // the range `cut` falls in (or ends)
+    while (i + 1 < split_.ranges.size() && starts_[i + 1] < cut) ++i;
+    FileRange& last = split_.ranges[i];
+    last.end = last.begin + (cut - starts_[i]);
+    split_.ranges.resize(i + 1);
+    starts_.resize(i + 2);
+    starts_.back() = cut;
+  }
+
+  // The split position of the first record boundary at or after `target` (> watermark_) and
+  // before the end, or nullopt.
+  std::optional<std::uint64_t> find_cut(std::uint64_t target) {
+    std::size_t i = file_;
+    while (i < split_.ranges.size() && starts_[i + 1] <= target) ++i;
+    if (i >= split_.ranges.size()) return std::nullopt;
+    if (starts_[i] == target) return target;  // a range's start is a boundary
+    const FileRange& range = split_.ranges[i];
+    std::unique_ptr<MappedFile> other;
+    const MappedFile* map = i == file_ ? map_.get() : nullptr;
+    if (map == nullptr) {
+      other = std::make_unique<MappedFile>(settings_.input_dir / range.name);
+      map = other.get();
+    }
+    if (map->size() != range.file_bytes) return std::nullopt;  // a changed file: reading fails
+    // Reading resumes at the watermark (a boundary) in the file being read, else at the range's
+    // start.
+    const std::uint64_t known = range.begin + (std::max(watermark_, starts_[i]) - starts_[i]);
+    const std::uint64_t at = range.begin + (target - starts_[i]);
+    const std::optional<std::size_t> b = next_boundary(map->data(), known, at);
+    if (b && *b < range.end) return starts_[i] + (*b - range.begin);
+    // None in this range: the next range's start, if the split has one.
+    if (i + 1 < split_.ranges.size()) return starts_[i + 1];
+    return std::nullopt;
+  }
+
+  // The ranges from split position `cut` to the end, as a split of their own.
+  SplitPlan tail_from(std::uint64_t cut) const {
+    SplitPlan rest;
+    for (std::size_t i = 0; i < split_.ranges.size(); ++i) {
+      if (starts_[i + 1] <= cut) continue;
+      FileRange r = split_.ranges[i];
+      if (starts_[i] < cut) r.begin += cut - starts_[i];
+      rest.bytes += r.bytes();
+      rest.ranges.push_back(std::move(r));
+    }
+    return rest;
+  }
+
   void open_current() {
-    const InputFile& f = split_.files[file_];
-    map_ = std::make_unique<MappedFile>(settings_.input_dir / f.name);
-    if (map_->size() != f.bytes) {
-      throw std::runtime_error("input file " + f.name + " changed since the job was planned (" +
-                               std::to_string(f.bytes) + " bytes then, " +
+    const FileRange& r = split_.ranges[file_];
+    map_ = std::make_unique<MappedFile>(settings_.input_dir / r.name);
+    if (map_->size() != r.file_bytes) {
+      throw std::runtime_error("input file " + r.name + " changed since the job was planned (" +
+                               std::to_string(r.file_bytes) + " bytes then, " +
                                std::to_string(map_->size()) + " now)");
     }
-    csv_.emplace(map_->data(), static_cast<std::size_t>(watermark_ - starts_[file_]));
+    const std::uint64_t from = r.begin + (watermark_ - starts_[file_]);
+    csv_.emplace(map_->data(), static_cast<std::size_t>(from));
   }
   void close_current() {
     csv_.reset();
@@ -276,11 +400,12 @@ class FileLane final : public etlc::Lane {
   }
 
   const LaneSettings& settings_;
-  SplitPlan split_;
+  SplitPlan split_;            // the ranges this lane reads: the descriptor's, cut short by split()
+  std::uint64_t planned_end_;  // the descriptor's end (split position)
   std::uint64_t epoch_;
   std::stop_token stop_;
-  std::vector<std::uint64_t> starts_;       // split position of each file's first byte (+ the end)
-  std::size_t file_ = 0;                    // the file being read
+  std::vector<std::uint64_t> starts_;       // split position of each range's first byte (+ the end)
+  std::size_t file_ = 0;                    // the range being read
   std::uint64_t watermark_;                 // split position of the next record to read
   Pacer lane_pacer_;                        // this lane's own limit (--throttle-per lane)
   std::uint64_t rows_ = 0, malformed_ = 0;  // counted up to watermark_

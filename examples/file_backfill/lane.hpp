@@ -1,11 +1,13 @@
-// The file backfill's lanes: read a split's CSV files in bounded steps, write one JSON line per
-// row to the split's output file for this tenancy (data/<split>.e<epoch>.jsonl; malformed rows
-// to rejects/<split>.e<epoch>.jsonl), and make the output durable (write + fdatasync) before
+// The file backfill's lanes: read a split's CSV file ranges in bounded steps, write one JSON line
+// per row to the split's output file for this tenancy (data/<split>.e<epoch>.jsonl; malformed
+// rows to rejects/<split>.e<epoch>.jsonl), and make the output durable (write + fdatasync) before
 // reporting progress.
 //
-// Progress: the watermark is a byte position in the split's files taken end to end (the sizes
-// come from the descriptor), always at a record boundary; the state is "<rows> <malformed>"
-// counted up to the watermark, so a takeover resumes both the position and the counts.
+// Progress: the watermark is a byte position in the split's ranges taken end to end (their
+// bounds come from the descriptor), always at a record boundary; the state is
+// "<rows> <malformed>" counted up to the watermark, so a takeover resumes both the position and
+// the counts. A lane that split itself (Lane::split) ends before the descriptor's end: its state
+// is then "<rows> <malformed> <end>", `end` that position, where a lane resumed from it stops.
 #pragma once
 
 #include <etlc/split_source.hpp>
@@ -15,6 +17,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <vector>
@@ -28,6 +31,9 @@ struct MemberCounters {
   std::atomic<std::uint64_t> rows_written{0};  // rows whose lines reached an output file
   std::atomic<std::uint64_t> malformed_read{0};
   std::atomic<std::uint64_t> splits_completed{0};
+  // Residuals its lanes cut off (Lane::split): splits the plan did not have. A cut whose commit
+  // never lands (the split lost first) is counted all the same.
+  std::atomic<std::uint64_t> splits_cut{0};
   std::atomic<std::uint64_t> rows_completed{0};  // valid rows of the splits it completed
   std::atomic<std::uint64_t> malformed_completed{0};
 };
@@ -81,6 +87,8 @@ struct LaneSettings {
   JobProgress* progress = nullptr;     // may be null
   Pacer* pacer = nullptr;              // the member's, shared by its lanes; may be null
   std::uint64_t lane_bytes_per_s = 0;  // each lane's own limit (0 = none)
+  // Lane::split declines to give away less than this (the residual's bytes).
+  std::uint64_t min_split_bytes = 256 << 10;
 };
 
 class FileSource final : public etlc::SplitSource {
@@ -94,11 +102,27 @@ class FileSource final : public etlc::SplitSource {
   LaneSettings settings_;
 };
 
-// "<rows> <malformed>" <-> counts. Throws std::invalid_argument on anything else.
-std::string encode_counts(std::uint64_t rows, std::uint64_t malformed);
-void decode_counts(const std::string& state, std::uint64_t& rows, std::uint64_t& malformed);
+// A lane's progress state: the counts up to the watermark, and where the lane ends when it split
+// itself (none: at the descriptor's end).
+struct LaneState {
+  std::uint64_t rows = 0;
+  std::uint64_t malformed = 0;
+  std::optional<std::uint64_t> end;
+  friend bool operator==(const LaneState&, const LaneState&) = default;
+};
 
-// data/<split>.e<epoch>.jsonl and rejects/<split>.e<epoch>.jsonl under the output directory.
+// "<rows> <malformed>" or "<rows> <malformed> <end>" <-> LaneState ("" is all zeros, no end).
+// Throws std::invalid_argument on anything else.
+std::string encode_state(const LaneState& state);
+LaneState decode_state(const std::string& state);
+
+// A split id as a file name: bytes other than ASCII letters, digits and "-_.~" (and a leading
+// '.') as %XX, so an id never names a path elsewhere. The planner's and the runtime's ids
+// ("split-00003", "split-00003~7.1") are unchanged.
+std::string file_name_of(const std::string& split);
+
+// data/<split>.e<epoch>.jsonl and rejects/<split>.e<epoch>.jsonl under the output directory,
+// <split> as file_name_of writes it.
 std::filesystem::path data_file(const std::filesystem::path& output, const std::string& split,
                                 std::uint64_t epoch);
 std::filesystem::path rejects_file(const std::filesystem::path& output, const std::string& split,

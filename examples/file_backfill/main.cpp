@@ -29,6 +29,9 @@ int main(int argc, char** argv) {
   g->add_option("--total-bytes", gen.total_bytes, "approximate total size in bytes")->required();
   g->add_option("--seed", gen.seed, "seed (the same seed gives the same files)")->required();
   g->add_option("--malformed", gen.malformed, "malformed rows to plant (default 0)");
+  g->add_option("--one-big", gen.one_big,
+                "F > 0: the files are of one size but the last, F times larger (default 0: "
+                "heavy-tailed sizes)");
 
   fb::RunOptions run;
   auto* r = app.add_subcommand("run", "run the job (or this process's member of it)");
@@ -54,7 +57,15 @@ int main(int argc, char** argv) {
   r->add_option("--rebalance-delay-ms", run.rebalance_delay_ms,
                 "how long a departed member's splits wait for it")
       ->capture_default_str();
-  r->add_option("--split-bytes", run.split_bytes, "target split size")->capture_default_str();
+  r->add_option("--split-bytes", run.split_bytes,
+                "target split size (larger files are cut into ranges of at least 64 KiB)")
+      ->capture_default_str();
+  r->add_option("--cut-files", run.cut_files,
+                "cut files larger than --split-bytes into ranges at plan time (true|false)")
+      ->capture_default_str();
+  r->add_option("--dynamic-splitting", run.dynamic_splitting,
+                "idle lanes take the unread tail of splits under way (true|false)")
+      ->capture_default_str();
   r->add_option("--kill-member-at", run.kill_member_at,
                 "crash one in-process member at this percent of the input (memory store)");
   r->add_option("--restart-at", run.restart_at, "restart it under the same id at this percent");
@@ -116,7 +127,9 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->capture_default_str();
   be->add_option("--max-in-flight", b.max_in_flight, "lanes per member")->capture_default_str();
-  be->add_option("--split-bytes", b.split_bytes, "target split size")->capture_default_str();
+  be->add_option("--split-bytes", b.split_bytes,
+                 "target split size (larger files are cut into ranges of at least 64 KiB)")
+      ->capture_default_str();
   be->add_option("--commit-interval-ms", b.commit_interval_ms, "progress commit interval")
       ->capture_default_str();
   be->add_option("--repeat", b.repeat, "runs per configuration (the median is reported)")

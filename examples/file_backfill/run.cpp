@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <set>
@@ -212,7 +213,9 @@ int run_job(const RunOptions& o, RunTotals* totals) {
 
     const Listing listing = list_input(o.input);
     check_output(o.output);
-    auto planner = std::make_shared<FilePlanner>(listing, o.split_bytes);
+    auto planner = std::make_shared<FilePlanner>(
+        listing, o.split_bytes,
+        o.cut_files ? kMinRangeBytes : std::numeric_limits<std::uint64_t>::max());
     const std::uint64_t total_splits = planner->splits().size();
     auto store = open_store(o);
     JobProgress job;
@@ -248,6 +251,7 @@ int run_job(const RunOptions& o, RunTotals* totals) {
       // commits, revocations and crashes land inside splits, not only between them.
       ls.step_bytes = static_cast<std::size_t>(
           std::clamp<std::uint64_t>(o.split_bytes / 32, 16u << 10, 1u << 20));
+      ls.min_split_bytes = ls.step_bytes;  // a residual is worth at least one step of a lane
       ls.counters = &life->counters;
       ls.progress = &job;
       ls.pacer = o.throttle_bytes_per_s > 0 && !per_lane ? &life->pacer : nullptr;
@@ -255,6 +259,7 @@ int run_job(const RunOptions& o, RunTotals* totals) {
       etlc::CoordinatorConfig c;
       c.instance_id = id;
       c.max_in_flight = o.max_in_flight;
+      c.dynamic_splitting = o.dynamic_splitting;
       c.lease_duration = std::chrono::milliseconds(o.lease_ms);
       c.op_timeout = std::chrono::milliseconds(std::clamp<std::int64_t>(o.lease_ms / 3, 1, 2000));
       c.rebalance_delay = std::chrono::milliseconds(o.rebalance_delay_ms);
@@ -392,7 +397,7 @@ int run_job(const RunOptions& o, RunTotals* totals) {
         ProgressSample s;
         s.elapsed_s = elapsed();
         s.splits_done = sum(&MemberCounters::splits_completed);
-        s.splits_total = total_splits;
+        s.splits_total = total_splits + sum(&MemberCounters::splits_cut);
         s.fraction = nats ? -1 : fraction;
         if (job_weights_at < 0 || s.elapsed_s - job_weights_at >= 1.0) {  // the record's pace
           job_weights = read_job_weights(admin, job_weights);
@@ -434,7 +439,7 @@ int run_job(const RunOptions& o, RunTotals* totals) {
     RunTotals t;
     t.seconds = elapsed();
     t.input_bytes = listing.total_bytes;
-    t.splits = total_splits;
+    t.splits = total_splits + sum(&MemberCounters::splits_cut);
     t.rows = sum(&MemberCounters::rows_completed);
     t.malformed = sum(&MemberCounters::malformed_completed);
     t.rows_written = sum(&MemberCounters::rows_written);
@@ -463,7 +468,7 @@ int run_job(const RunOptions& o, RunTotals* totals) {
         std::printf(
             "  this member    %s: %llu of %llu splits, %s rows written (%s malformed skipped)\n",
             prefix.c_str(), static_cast<unsigned long long>(completed),
-            static_cast<unsigned long long>(total_splits),
+            static_cast<unsigned long long>(t.splits),
             human_count(static_cast<double>(t.rows_written)).c_str(),
             human_count(static_cast<double>(t.malformed)).c_str());
         std::printf(
@@ -474,7 +479,7 @@ int run_job(const RunOptions& o, RunTotals* totals) {
       } else {
         std::printf("  input          %zu files, %s, %llu splits, %llu rows (%llu malformed)\n",
                     listing.files.size(), human_bytes(static_cast<double>(t.input_bytes)).c_str(),
-                    static_cast<unsigned long long>(total_splits),
+                    static_cast<unsigned long long>(t.splits),
                     static_cast<unsigned long long>(t.rows),
                     static_cast<unsigned long long>(t.malformed));
         std::printf("  throughput     %s/s, %s rows/s (wall clock, coordination included)\n",

@@ -22,6 +22,12 @@ struct RunOptions {
   std::int64_t lease_ms = 3000;
   std::int64_t rebalance_delay_ms = 3000;
   std::uint64_t split_bytes = 8ull << 20;
+  // Plan time: cut files larger than split_bytes into row-aligned ranges (off: a file is never
+  // cut at plan time, as before issue 17; only lanes under way split it).
+  bool cut_files = true;
+  // Run time: idle lanes take the unread tail of the splits that would end last
+  // (CoordinatorConfig::dynamic_splitting).
+  bool dynamic_splitting = true;
   double kill_member_at = -1;  // percent; < 0 = never
   double restart_at = -1;      // percent; < 0 = never
   std::int64_t commit_interval_ms = 1000;
@@ -52,7 +58,7 @@ struct RunOptions {
 struct RunTotals {
   double seconds = 0;
   std::uint64_t input_bytes = 0;
-  std::uint64_t splits = 0;
+  std::uint64_t splits = 0;        // planned, plus the residuals this process's lanes cut off
   std::uint64_t rows = 0;          // distinct valid rows of the completed splits
   std::uint64_t malformed = 0;     // malformed rows of the completed splits
   std::uint64_t rows_written = 0;  // output lines written (duplicates included)

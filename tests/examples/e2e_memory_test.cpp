@@ -1,8 +1,11 @@
 // End to end on the memory store: generate, run three members in one process with one crashed
-// (no release, no final commit) at 30 % and restarted under the same id at 60 %, then verify.
+// (no release, no final commit) at 30 % and restarted under the same id at 60 %, then verify. Also
+// one large file: cut at plan time (with a crash), and cut under way for idle members.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <string>
 
 #include "examples/child_process.hpp"
 #include "examples/temp_dir.hpp"
@@ -62,6 +65,86 @@ TEST(FileBackfillE2E, memory_store_crash_and_restart_then_verify_passes) {
   const std::string v = read_text(d.path() / "verify.log");
   EXPECT_NE(v.find("missing 0"), std::string::npos) << v;
   EXPECT_NE(v.find("(4 malformed"), std::string::npos) << v;
+}
+
+// One file of 1.8 MB, planned as ranges of ~300 kB; a member crashes mid-job and comes back, so
+// ranges that begin mid-file are taken over from their commits.
+TEST(FileBackfillE2E, a_large_file_planned_as_ranges_with_a_crash_then_verify_passes) {
+  ScratchDir d("e2e-ranges");
+  const auto in = (d.path() / "in").string();
+  const auto out = (d.path() / "out").string();
+  ASSERT_EQ(run_to_end({kBin, "generate", "--output", in, "--files", "1", "--total-bytes",
+                        "1800000", "--seed", "5", "--malformed", "3"},
+                       d.path() / "generate.log"),
+            0);
+  const int rc = run_to_end({kBin,
+                             "run",
+                             "--input",
+                             in,
+                             "--output",
+                             out,
+                             "--members",
+                             "3",
+                             "--max-in-flight",
+                             "1",
+                             "--split-bytes",
+                             "300000",
+                             "--kill-member-at",
+                             "30",
+                             "--restart-at",
+                             "60",
+                             "--lease-ms",
+                             "1000",
+                             "--rebalance-delay-ms",
+                             "500",
+                             "--commit-interval-ms",
+                             "100",
+                             "--throttle-bytes-per-s",
+                             "300000",
+                             "--progress",
+                             "plain"},
+                            d.path() / "run.log");
+  const std::string log = read_text(d.path() / "run.log");
+  ASSERT_EQ(rc, 0) << log;
+  const std::size_t planned = log.find("MB in ");
+  ASSERT_NE(planned, std::string::npos) << log;
+  EXPECT_GE(std::stoi(log.substr(planned + 6)), 6) << "one split per ~300 kB\n" << log;
+  EXPECT_NE(log.find("crashed at"), std::string::npos) << log;
+  ASSERT_EQ(run_to_end({kBin, "verify", "--input", in, "--output", out}, d.path() / "verify.log"),
+            0)
+      << read_text(d.path() / "verify.log") << "\n--- run ---\n"
+      << log;
+  EXPECT_NE(read_text(d.path() / "verify.log").find("missing 0"), std::string::npos);
+}
+
+// One file in one split, read at 400 kB/s by one lane while seven lanes idle: the leader asks it
+// to split, and the residuals (data/split-00000~<epoch>.<n>...) go to the idle lanes.
+TEST(FileBackfillE2E, a_straggling_split_is_cut_for_the_idle_lanes_and_verify_passes) {
+  ScratchDir d("e2e-cut");
+  const auto in = (d.path() / "in").string();
+  const auto out = (d.path() / "out").string();
+  ASSERT_EQ(run_to_end({kBin, "generate", "--output", in, "--files", "1", "--total-bytes",
+                        "1800000", "--seed", "6"},
+                       d.path() / "generate.log"),
+            0);
+  const int rc = run_to_end(
+      {kBin, "run", "--input", in, "--output", out, "--members", "4", "--max-in-flight", "2",
+       "--split-bytes", "4000000", "--throttle-bytes-per-s", "400000", "--progress", "plain"},
+      d.path() / "run.log");
+  const std::string log = read_text(d.path() / "run.log");
+  ASSERT_EQ(rc, 0) << log;
+  EXPECT_NE(log.find("in 1 splits"), std::string::npos) << log;
+  std::size_t residuals = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(out) / "data")) {
+    if (e.path().filename().string().rfind("split-00000~", 0) == 0) ++residuals;
+  }
+  EXPECT_GE(residuals, 1u) << log;
+  ASSERT_EQ(run_to_end({kBin, "verify", "--input", in, "--output", out}, d.path() / "verify.log"),
+            0)
+      << read_text(d.path() / "verify.log") << "\n--- run ---\n"
+      << log;
+  const std::string v = read_text(d.path() / "verify.log");
+  EXPECT_NE(v.find("missing 0, duplicates 0"), std::string::npos) << "no crash, no replay\n" << v;
 }
 
 // Input files that change after the job was planned make their splits poison: each is failed

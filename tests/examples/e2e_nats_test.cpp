@@ -9,7 +9,9 @@
 #include <csignal>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -142,6 +144,103 @@ TEST(FileBackfillNatsE2E, three_processes_one_killed_one_paused_past_its_lease_v
   }
   EXPECT_GT(moved, 0u) << "no split changed hands although a member was killed";
   EXPECT_EQ(all.garbage_total, 0u);
+}
+
+// Dynamic splitting end to end (issue 17): one file 50 times the size of each other, planned as
+// one split (--cut-files false), 4 processes of 2 lanes. Once the other splits are done, the
+// idle lanes get residuals cut from it; the process that made the first cut is SIGKILLed right
+// after it. The other three exit 0, verify finds every row, and the store shows residuals, all
+// completed.
+TEST(FileBackfillNatsE2E, a_straggler_is_cut_for_idle_lanes_and_its_cutter_killed_verify_passes) {
+  etlc::testing::NatsServer server;
+  ScratchDir d("e2e-nats-split");
+  const auto in = (d.path() / "in").string();
+  const fs::path out = d.path() / "out";
+  ASSERT_EQ(run_to_end({kBin, "generate", "--output", in, "--files", "21", "--one-big", "50",
+                        "--total-bytes", "7000000", "--seed", "5"},
+                       d.path() / "generate.log"),
+            0);
+  const std::vector<std::string> ids = {"p0", "p1", "p2", "p3"};
+  auto args = [&](const std::string& id) {
+    return std::vector<std::string>{kBin,
+                                    "run",
+                                    "--input",
+                                    in,
+                                    "--output",
+                                    out.string(),
+                                    "--store",
+                                    server.url(),
+                                    "--job",
+                                    "e2e-split",
+                                    "--instance",
+                                    id,
+                                    "--max-in-flight",
+                                    "2",
+                                    "--split-bytes",
+                                    "120000",
+                                    "--cut-files",
+                                    "false",
+                                    "--lease-ms",
+                                    "1500",
+                                    "--rebalance-delay-ms",
+                                    "500",
+                                    "--commit-interval-ms",
+                                    "100",
+                                    "--throttle-per",
+                                    "lane",
+                                    "--throttle-bytes-per-s",
+                                    "400000",
+                                    "--progress",
+                                    "plain"};
+  };
+  auto log_of = [&](const std::string& id) { return read_text(d.path() / (id + ".log")); };
+  ::setenv("ETLC_LOG_LEVEL", "info", 1);  // the cut's log line names the cutter
+  std::map<std::string, std::unique_ptr<ChildProcess>> procs;
+  for (const std::string& id : ids) {
+    procs[id] = std::make_unique<ChildProcess>(args(id), d.path() / (id + ".log"));
+  }
+  ::unsetenv("ETLC_LOG_LEVEL");
+  auto logs = [&] {
+    std::string text;
+    for (const std::string& id : ids) text += fmt::format("--- {} ---\n{}", id, log_of(id));
+    return text + "\n" + server.diagnostics();
+  };
+  std::optional<std::string> cutter;
+  const auto until = std::chrono::steady_clock::now() + 90s;
+  while (!cutter && std::chrono::steady_clock::now() < until) {
+    for (const std::string& id : ids) {
+      if (log_of(id).find("' cut at watermark") != std::string::npos) cutter = id;
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_TRUE(cutter) << "no split was cut\n" << logs();
+  procs[*cutter]->signal(SIGKILL);
+  for (const std::string& id : ids) {
+    auto rc = procs[id]->wait_for(id == *cutter ? 5s : 180s);
+    ASSERT_TRUE(rc.has_value()) << id << "\n" << logs();
+    EXPECT_EQ(*rc, id == *cutter ? 128 + SIGKILL : 0) << id << "\n" << logs();
+  }
+  ASSERT_EQ(run_to_end({kBin, "verify", "--input", in, "--output", out.string()},
+                       d.path() / "verify.log"),
+            0)
+      << read_text(d.path() / "verify.log") << logs();
+  EXPECT_NE(read_text(d.path() / "verify.log").find("missing 0"), std::string::npos);
+
+  etlc::NatsStoreOptions opts;
+  opts.servers = {server.url()};
+  opts.job = "e2e-split";
+  opts.probe_on_open = false;
+  auto store = etlc::NatsStore::open(opts);
+  etlc::JobAdmin admin(*store);
+  const etlc::JobStatus st = admin.status();
+  ASSERT_TRUE(st.plan.has_value());
+  EXPECT_EQ(st.plan->verdict, etlc::PlanVerdict::complete);
+  EXPECT_EQ(st.plan->completed, st.plan->planned_splits);
+  EXPECT_GE(st.splits.residuals, 1u);
+  EXPECT_EQ(st.splits.pending, 0u);
+  const etlc::SplitListing all = admin.splits();
+  EXPECT_EQ(all.rows.size(), st.plan->planned_splits);
+  for (const auto& row : all.rows) EXPECT_EQ(row.status, etlc::SplitState::completed) << row.id;
 }
 
 // Three file-backfill processes on `store_url` (one server, or a cluster's comma-separated URLs

@@ -1,5 +1,5 @@
-// verify and generate: what counts as missing, duplicated, wrong or invalid; determinism and skew
-// of the generated input.
+// verify and generate: what counts as missing, duplicated, wrong or invalid, also for the output
+// of planned ranges and of splits cut by their lanes; determinism and skew of the generated input.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include "examples/temp_dir.hpp"
 #include "generate.hpp"
 #include "json_line.hpp"
+#include "lane.hpp"
 #include "mapped_file.hpp"
 #include "plan.hpp"
 #include "verify.hpp"
@@ -148,6 +149,87 @@ TEST_F(VerifyTest, an_empty_output_fails_with_every_row_missing) {
   VerifyReport r = check();
   EXPECT_FALSE(r.ok());
   EXPECT_EQ(r.missing, report.rows);
+}
+
+// The output of a job whose planner cut the files and whose lanes split themselves: parents up
+// to their cuts and children (ids "split-00001~1.1") after them.
+class VerifySplitTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    GenerateOptions g;
+    g.output = dir.path() / "in";
+    g.files = 3;
+    g.total_bytes = 60'000;
+    g.seed = 8;
+    g.malformed = 5;
+    report = generate(g);
+    fs::create_directories(out() / "data");
+    fs::create_directories(out() / "rejects");
+    settings.input_dir = g.output;
+    settings.output_dir = out();
+    settings.step_bytes = 1000;
+    settings.min_split_bytes = 500;
+    settings.counters = &counters;
+    const std::vector<SplitPlan> plan = plan_splits(list_input(g.output), 8'000, 1);
+    planned = plan.size();
+    for (const SplitPlan& s : plan) run(s.id, encode_descriptor(s), 1);
+  }
+  // Reads a split to its end, after giving half of what it has not read to a child (read too).
+  void run(const std::string& id, const std::string& descriptor, std::uint64_t epoch) {
+    etlc::LaneContext ctx;
+    ctx.spec = {id, descriptor, decode_descriptor(id, descriptor).bytes};
+    ctx.epoch = epoch;
+    FileSource source(settings);
+    auto lane = source.open(ctx);
+    lane->step();
+    if (auto rest = lane->split(0.5)) {
+      ++children;
+      run(id + "~" + std::to_string(epoch) + ".1", rest->descriptor, epoch);
+    }
+    while (lane->step().status != etlc::StepResult::Status::end_of_split) {
+    }
+    lane->durable_progress();
+    lane->close(etlc::LaneEnd::completed);
+  }
+  fs::path out() const { return dir.path() / "out"; }
+  VerifyReport check() { return verify(dir.path() / "in", out()); }
+
+  testing::ScratchDir dir{"verify-split"};
+  GenerateReport report;
+  MemberCounters counters;
+  LaneSettings settings;
+  std::size_t planned = 0, children = 0;
+};
+
+TEST_F(VerifySplitTest, ranges_and_children_pass_with_every_row_once) {
+  EXPECT_GT(planned, 3u) << "files above the target were cut";
+  EXPECT_GE(children, planned / 2) << "and most lanes split again";
+  const VerifyReport r = check();
+  EXPECT_TRUE(r.ok()) << (r.problems.empty() ? "" : r.problems[0]);
+  EXPECT_EQ(r.rows, report.rows);
+  EXPECT_EQ(r.output_lines, report.rows);
+  EXPECT_EQ(r.duplicates, 0u);
+  EXPECT_TRUE(fs::exists(out() / "data" / "split-00001~1.1.e1.jsonl"));
+  EXPECT_TRUE(fs::exists(out() / "data" / "split-00001~1.1~1.1.e1.jsonl"));
+}
+
+TEST_F(VerifySplitTest, a_child_never_read_leaves_its_rows_missing) {
+  const fs::path child = out() / "data" / "split-00001~1.1~1.1.e1.jsonl";
+  const std::string lines = slurp(child);
+  ASSERT_FALSE(lines.empty());
+  fs::remove(child);
+  const VerifyReport r = check();
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.missing, static_cast<std::uint64_t>(std::count(lines.begin(), lines.end(), '\n')));
+}
+
+TEST_F(VerifySplitTest, a_range_read_twice_counts_its_rows_as_duplicates) {
+  const fs::path parent = out() / "data" / "split-00002.e1.jsonl";
+  const std::string lines = slurp(parent);
+  fs::copy_file(parent, out() / "data" / "split-00002.e2.jsonl");  // a takeover that replayed it
+  const VerifyReport r = check();
+  EXPECT_TRUE(r.ok());
+  EXPECT_EQ(r.duplicates, static_cast<std::uint64_t>(std::count(lines.begin(), lines.end(), '\n')));
 }
 
 TEST(GenerateTest, the_same_seed_gives_the_same_bytes_and_sizes_are_skewed) {

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <limits>
+#include <map>
 #include <thread>
 
 #include "core/keys.hpp"
@@ -541,6 +542,50 @@ TEST_F(AdminRecords, state_names_round_trip) {
   EXPECT_EQ(to_string(ProgressSource::split_records), "split_records");
   EXPECT_EQ(to_string(ProgressRecordState::stale), "stale");
   EXPECT_EQ(to_string(ProgressRecordState::unreadable), "unreadable");
+}
+
+}  // namespace
+}  // namespace etlc
+
+namespace etlc {
+namespace {
+
+// Dynamic splitting: splits() names each residual's parent and each parent's residual count;
+// status() counts residuals and the pending ones among them.
+TEST_F(AdminRecords, residuals_show_their_parent_and_status_counts_them) {
+  core::SplitRecord parent;
+  parent.id = "big";
+  parent.epoch = 2;
+  parent.weight = 600;
+  parent.children = {"big~2.1", "big~2.2"};
+  put(core::split_key("big"), parent);
+  core::SplitRecord runnable;
+  runnable.id = "big~2.1";
+  runnable.weight = 300;
+  runnable.cut_from = core::SplitOrigin{"big", 2};
+  put(core::split_key("big~2.1"), runnable);
+  core::SplitRecord pending = runnable;
+  pending.id = "big~2.2";
+  pending.status = core::SplitStatus::pending;
+  put(core::split_key("big~2.2"), pending);
+  split("small", 10);
+  JobAdmin admin(store, clock);
+  const SplitListing l = admin.splits();
+  ASSERT_EQ(l.rows.size(), 4u);
+  std::map<std::string, SplitRow> rows;
+  for (const SplitRow& r : l.rows) rows[r.id] = r;
+  EXPECT_EQ(rows["big"].children, 2u);
+  EXPECT_FALSE(rows["big"].parent);
+  EXPECT_EQ(rows["big~2.1"].parent, std::optional<std::string>("big"));
+  EXPECT_EQ(rows["big~2.2"].status, SplitState::pending);
+  EXPECT_EQ(rows["small"].children, 0u);
+  SplitFilter only_pending;
+  only_pending.status = SplitState::pending;
+  EXPECT_EQ(admin.splits(only_pending).matched, 1u);
+  const JobStatus st = admin.status();
+  EXPECT_EQ(st.splits.residuals, 2u);
+  EXPECT_EQ(st.splits.pending, 1u);
+  EXPECT_EQ(st.splits.runnable, 3u);
 }
 
 }  // namespace
