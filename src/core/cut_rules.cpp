@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 
 #include "core/keys.hpp"
@@ -32,6 +33,30 @@ bool residual_id_form(std::string_view id) noexcept {
   if (!dot) return false;
   const auto tilde = digits_before(*dot, '~');
   return tilde && *tilde > 0;  // a residual's parent id is never empty
+}
+
+std::optional<SplitOrigin> residual_origin(std::string_view id) {
+  if (!residual_id_form(id)) return std::nullopt;
+  const std::size_t tilde = id.rfind('~');
+  const std::size_t dot = id.rfind('.');
+  std::uint64_t epoch = 0;
+  for (char c : id.substr(tilde + 1, dot - tilde - 1)) {
+    if (epoch > (std::numeric_limits<std::uint64_t>::max() - 9) / 10) return std::nullopt;
+    epoch = epoch * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  return SplitOrigin{std::string(id.substr(0, tilde)), epoch};
+}
+
+SplitRecord rebuild_residual(const SplitSpec& spec, const SplitOrigin& origin, std::uint64_t epoch,
+                             const SplitRecord* parent) {
+  SplitRecord r;
+  r.id = spec.id;
+  r.epoch = epoch;
+  r.weight = spec.weight;
+  r.cut_from = origin;
+  const bool named = parent != nullptr && parent->id == origin.split && names_child(*parent, r.id);
+  r.status = named ? SplitStatus::runnable : SplitStatus::pending;
+  return r;
 }
 
 bool child_id_fits(std::string_view parent) noexcept {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -25,6 +26,16 @@ std::string child_split_id(std::string_view parent, std::uint64_t epoch, std::si
 // Whether `id` ends in "~{digits}.{digits}", the form child_split_id gives. Planned ids may not
 // (the leader refuses such a plan), so a residual's id never collides with a planned split's.
 bool residual_id_form(std::string_view id) noexcept;
+
+// The origin a residual's id names ("{parent}~{epoch}.{n}": the parent and the cutting tenancy);
+// nullopt for an id not of that form.
+std::optional<SplitOrigin> residual_origin(std::string_view id);
+
+// A residual's record rebuilt from its spec alone (its record lost, nothing else known of it):
+// runnable only if its parent's record (null: not known) names it, pending otherwise, so that it
+// is claimable only once named, as a residual cut afresh (sim operator 318).
+SplitRecord rebuild_residual(const SplitSpec& spec, const SplitOrigin& origin, std::uint64_t epoch,
+                             const SplitRecord* parent);
 
 // Whether the next cut of `parent` (at most 20 digits of epoch, 2 of n) has an id that fits.
 bool child_id_fits(std::string_view parent) noexcept;

@@ -21,8 +21,13 @@
 //   cordon.{x}    unreadable          treated as absent
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
+#include <string_view>
+#include <utility>
+#include <vector>
 
+#include "core/cut_rules.hpp"
 #include "core/keys.hpp"
 #include "core/protocol_assert.hpp"
 #include "core/repair_rules.hpp"
@@ -160,6 +165,30 @@ bool Leadership::heal_split(const std::string& id, Damage& d) {
   return true;
 }
 
+// The residuals cut from `id` that its lost record named: those past pending (only a named
+// residual is ever made runnable), in the order they were cut. A record rebuilt from its spec
+// keeps them, or its lane would read their records again, and their next cut would reuse an id
+// (sim operator 131). Its end is in its lane's progress state, which is lost with the record:
+// a lane resumed from the sink's progress (SinkFence) finds it there.
+std::vector<std::string> Leadership::named_residuals_of(const std::string& id) const {
+  std::vector<std::pair<std::pair<std::uint64_t, std::uint64_t>, std::string>> found;
+  for (const auto& [child, v] : leader_views_.splits()) {
+    if (!v.rec.cut_from || v.rec.cut_from->split != id) continue;
+    const std::size_t dot = child.rfind('.');
+    std::uint64_t n = 0;
+    if (dot != std::string::npos && core::residual_id_form(child)) {
+      for (char c : std::string_view(child).substr(dot + 1)) {
+        n = n * 10 + static_cast<std::uint64_t>(c - '0');
+      }
+    }
+    found.push_back({{v.rec.cut_from->epoch, n}, child});
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> out;
+  for (auto& f : found) out.push_back(std::move(f.second));
+  return out;
+}
+
 // The rebuilt record: from the last record read, else from the spec; nullopt when neither is
 // known (only the planner knows the split: a repair re-plan).
 std::optional<core::SplitRecord> Leadership::rebuild(const std::string& id, const Damage& d) {
@@ -180,8 +209,18 @@ std::optional<core::SplitRecord> Leadership::rebuild(const std::string& id, cons
   std::optional<Entry> stored = ctx_.store.get(core::spec_key(id));
   if (stored) {
     try {
-      return core::rebuild_from_spec(core::decode_spec(core::spec_key(id), stored->value).spec,
-                                     epoch);
+      const SplitSpec spec = core::decode_spec(core::spec_key(id), stored->value).spec;
+      core::SplitRecord r;
+      if (auto origin = core::residual_origin(id)) {
+        auto parent = leader_views_.splits().find(origin->split);
+        r = core::rebuild_residual(
+            spec, *origin, epoch,
+            parent == leader_views_.splits().end() ? nullptr : &parent->second.rec);
+      } else {
+        r = core::rebuild_from_spec(spec, epoch);
+      }
+      r.children = named_residuals_of(id);
+      return r;
     } catch (const core::RecordError&) {
     }
   }
@@ -220,8 +259,10 @@ void Leadership::find_missing_splits() {
   missing_splits_listed_ = true;
   const auto& view = views_.plan_view();
   if (view && leader_views_.known_split_count() < view->first.split_count) repair_due_ = true;
-  log().warn("etlc: {}: {} split records are missing; rebuilding them from their specs{}",
-             ctx_.instance, found, repair_due_ ? " (and re-planning for the rest)" : "");
+  if (found > 0 || repair_due_) {
+    log().warn("etlc: {}: {} split records are missing; rebuilding them from their specs{}",
+               ctx_.instance, found, repair_due_ ? " (and re-planning for the rest)" : "");
+  }
 }
 
 // During a repair re-plan, for each split the planner lists: rewrite its spec if it cannot be

@@ -562,10 +562,11 @@ CommitResult HeldSplits::split(std::string_view id, const SplitProgress& progres
     return core::decode_spec(core::spec_key(child), bytes) == spec;
   };
   // Ours in any status: the leader may have made it runnable (even granted it) after our cut
-  // landed with an unknown outcome.
+  // landed with an unknown outcome, or rebuilt it pending at an epoch of its own after damage.
   auto same_record = [&](std::string_view bytes) {
     const core::SplitRecord r = core::decode_split(core::split_key(child), bytes);
-    return r.cut_from == origin && (r.status != core::SplitStatus::pending || r == pending);
+    return r.cut_from == origin &&
+           (r.status != core::SplitStatus::pending || (r.weight == pending.weight && !r.owner));
   };
   if (auto r = create_residual_part(core::spec_key(child), core::encode(spec), child, same_spec)) {
     return *r;

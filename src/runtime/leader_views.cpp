@@ -24,6 +24,7 @@ void LeaderViews::ensure_watches() {
     completed_ = quarantined_ = 0;
     weights_.clear();
     restarted_ = true;
+    ++split_snapshots_;
     splits_watch_.start(ctx_.store, ctx_.wake);
   }
   if (!cordons_watch_.open()) {

@@ -49,6 +49,9 @@ class LeaderViews {
   bool drain(TimePoint now, bool& more);
   // Drops the split view and re-watches it (a fresh snapshot).
   void rewatch_splits() { splits_watch_.reset(); }
+  // How many snapshots of split.* the view was built from (one more per re-watch): a snapshot
+  // shows no delete, and the damage remembered before it is dropped.
+  std::uint64_t split_snapshots() const { return split_snapshots_; }
 
   const std::unordered_map<std::string, SplitView>& splits() const { return splits_; }
   // Residuals whose records are pending (dynamic splitting): apart from splits(), so that they
@@ -112,6 +115,7 @@ class LeaderViews {
   // The split watch was (re)started: its snapshot replaces the view, so the next drain reports
   // a change whatever the records say (a record may have lost its owner meanwhile).
   bool restarted_ = false;
+  std::uint64_t split_snapshots_ = 0;
 };
 
 }  // namespace etlc::runtime

@@ -89,6 +89,7 @@ class Leadership {
   bool heal_split(const std::string& id, Damage& d);
   std::optional<core::SplitRecord> rebuild(const std::string& id, const Damage& d);
   void find_missing_splits();
+  std::vector<std::string> named_residuals_of(const std::string& id) const;
   void repair_seeded(const PlannedSplit& s);
   bool rewrite_spec(const PlannedSplit& s, bool confirm);
   // planning.cpp
@@ -188,6 +189,7 @@ class Leadership {
   std::optional<TimePoint> split_view_short_since_;
   bool split_view_rewatched_ = false;
   bool missing_splits_listed_ = false;  // find_missing_splits ran for this shortness episode
+  std::uint64_t specs_listed_for_ = 0;  // the split snapshot the specs were last listed for
   std::map<std::string, std::string> peer_warned_;  // instance -> nonce warned about
   // job_progress.cpp: the job's recent rate, and what job.progress last said at which revision
   core::RateWindow rate_{std::chrono::seconds(30)};

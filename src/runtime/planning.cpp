@@ -308,6 +308,14 @@ bool Leadership::split_view_short(TimePoint now) {
     split_view_short_since_.reset();
     split_view_rewatched_ = false;
     missing_splits_listed_ = false;
+    // With residuals the count proves nothing: those named since the plan record's count was
+    // written make up for a planned record deleted while no leader watched, which then stays
+    // missing and uncounted (sim operator 282: a job "stalled" over 25 of its 26 splits). Every
+    // spec names a split: list them once per snapshot of a view that holds residuals.
+    if (leader_views_.residuals() > 0 && specs_listed_for_ != leader_views_.split_snapshots()) {
+      find_missing_splits();
+      specs_listed_for_ = leader_views_.split_snapshots();
+    }
     return false;
   }
   if (split_view_rewatched_) {

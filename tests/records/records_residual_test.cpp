@@ -96,6 +96,26 @@ TEST(CutRules, ChildIdsNameTheTenancyAndTheCut) {
   }
 }
 
+// The origin a residual's id names, and the record a leader rebuilds from its spec alone (sim
+// operator 318): runnable only when its parent names it.
+TEST(CutRules, AResidualRebuiltFromItsSpecIsPendingUnlessItsParentNamesIt) {
+  EXPECT_EQ(residual_origin(child_split_id("a~1.2", 30, 4)), (SplitOrigin{"a~1.2", 30}));
+  EXPECT_EQ(residual_origin("a"), std::nullopt);
+  EXPECT_EQ(residual_origin("a~99999999999999999999.1"), std::nullopt) << "epoch overflows";
+  const std::string child = child_split_id("p", 3, 1);
+  const SplitSpec spec{child, "rows", 40};
+  SplitRecord parent;
+  parent.id = "p";
+  SplitRecord r = rebuild_residual(spec, SplitOrigin{"p", 3}, 9, &parent);
+  EXPECT_EQ(r.status, SplitStatus::pending);
+  EXPECT_EQ(r.cut_from, (SplitOrigin{"p", 3}));
+  EXPECT_EQ(r.epoch, 9u);
+  EXPECT_EQ(r.weight, 40u);
+  EXPECT_EQ(rebuild_residual(spec, SplitOrigin{"p", 3}, 9, nullptr).status, SplitStatus::pending);
+  parent.children = {child};
+  EXPECT_EQ(rebuild_residual(spec, SplitOrigin{"p", 3}, 9, &parent).status, SplitStatus::runnable);
+}
+
 TEST(CutRules, TheParentNamesTheChildAndGivesUpItsWeight) {
   SplitRecord parent;
   parent.id = "p";

@@ -21,7 +21,11 @@ void one_lane(CoordinatorConfig& c) {
 std::optional<core::SplitRecord> split_record(Fleet& fleet, const std::string& id) {
   auto e = fleet.mem->get(core::split_key(id));
   if (!e) return std::nullopt;
-  return core::decode_split(e->key, e->value);
+  try {
+    return core::decode_split(e->key, e->value);
+  } catch (const core::RecordError&) {
+    return std::nullopt;  // garbled
+  }
 }
 
 // Two splits of weight 1000 on two one-lane members, each read to 300; the holder of s001
@@ -38,6 +42,12 @@ Node& one_split_left(Fleet& fleet, Node& a, Node& b) {
   EXPECT_TRUE(fast.coord->complete("s001", SplitProgress{1000, {}, 1000}).durable());
   fast.lanes.clear();
   return slow;
+}
+
+void erase_record(Fleet& fleet, const std::string& key) {
+  auto cur = fleet.mem->get(key);
+  ASSERT_TRUE(cur) << key;
+  ASSERT_TRUE(fleet.mem->erase(key, cur->revision).ok) << key;
 }
 
 std::optional<SplitRequested> request_to(Fleet& fleet, Node& n) {
@@ -163,6 +173,122 @@ TEST(DynamicSplit, a_residual_its_parent_does_not_name_is_never_claimed) {
   ASSERT_TRUE(fleet.run_until([&] { return !fleet.mem->get(core::split_key(child)); }, 10s));
   EXPECT_FALSE(fleet.mem->get(core::spec_key(child)));
   EXPECT_EQ(b.ever_granted.count(child), 0u);
+}
+
+void garble(Fleet& fleet, const std::string& key) {
+  auto cur = fleet.mem->get(key);
+  ASSERT_TRUE(cur) << key;
+  ASSERT_TRUE(fleet.mem->update(key, "{not json", cur->revision).ok) << key;
+}
+
+// Completes every split the fleet's live members hold, at its weight.
+void complete_held(Fleet& fleet) {
+  for (Node* n : fleet.live()) {
+    for (const std::string& id : n->held()) {
+      std::uint64_t w = 0;
+      for (const auto& g : n->all<SplitGranted>()) {
+        if (g.spec.id == id) w = g.spec.weight;
+      }
+      (void)n->coord->complete(id, SplitProgress{w, {}, w});
+    }
+  }
+}
+
+// Sim operator 318: a cutter died between its residual's pending record and the parent's CAS,
+// and the operator garbled that record. A leader with no memory of it rebuilt it from its spec
+// as a runnable split, which its parent does not name: both would read its records. Rebuilt
+// pending, it is an orphan (the tenancy that cut it is over) and is deleted unclaimed.
+TEST(DynamicSplit, a_residual_rebuilt_from_its_spec_is_pending_until_its_parent_names_it) {
+  Fleet fleet(std::make_shared<TestPlanner>(make_splits(1, 1000)));
+  Node& a = fleet.add("a", one_lane);
+  ASSERT_TRUE(fleet.run_until([&] { return a.held().size() == 1; }));
+  const std::uint64_t epoch = split_record(fleet, "s000")->epoch;
+  const std::string child = core::child_split_id("s000", epoch, 1);
+  ASSERT_TRUE(fleet.mem->create(core::spec_key(child),
+                                core::encode(core::SpecRecord{SplitSpec{child, "rows", 500}})));
+  ASSERT_TRUE(fleet.mem->create(
+      core::split_key(child),
+      core::encode(core::pending_child(child, 500, core::SplitOrigin{"s000", epoch}))));
+  fleet.crash("a");
+  garble(fleet, core::split_key(child));
+  Node& b = fleet.add("b", [](CoordinatorConfig& c) { c.max_in_flight = 2; });
+  ASSERT_TRUE(fleet.run_until([&] { return b.held().count("s000") > 0; }, 30s));
+  ASSERT_TRUE(fleet.run_until([&] { return !fleet.mem->get(core::split_key(child)); }, 20s));
+  EXPECT_EQ(b.ever_granted.count(child), 0u) << "a residual nobody names was claimable";
+  ASSERT_TRUE(b.coord->complete("s000", SplitProgress{1000, {}, 1000}).durable());
+  ASSERT_TRUE(fleet.run_until([&] { return b.count<AllComplete>() > 0; }));
+  EXPECT_EQ(b.all<AllComplete>().front().completed, 1u);
+}
+
+// Sim operator 282: a planned record deleted while no leader watched is found only because a
+// fresh snapshot holds fewer records than the plan counts. Residuals named since the count was
+// written made up for it: nothing looked missing, and the job would have completed without the
+// deleted split. With residuals in the view the leader lists the specs instead.
+TEST(DynamicSplit, a_record_deleted_while_no_leader_watched_is_rebuilt_in_a_job_with_residuals) {
+  Fleet fleet(std::make_shared<TestPlanner>(make_splits(2, 1000)));
+  Node& a = fleet.add("a", one_lane);
+  Node& b = fleet.add("b", one_lane);
+  ASSERT_TRUE(fleet.run_until([&] { return a.held().size() == 1 && b.held().size() == 1; }));
+  Node& cutter = a.held().count("s000") ? a : b;
+  const std::uint64_t epoch = split_record(fleet, "s000")->epoch;
+  // Two cuts, and no step of the fleet after them: the plan record still counts 2 splits.
+  ASSERT_TRUE(cutter.coord
+                  ->split("s000", SplitProgress{100, "end=800", 100},
+                          SplitResidual{"rows 800..1000", 200}, epoch)
+                  .durable());
+  ASSERT_TRUE(cutter.coord
+                  ->split("s000", SplitProgress{100, "end=600", 100},
+                          SplitResidual{"rows 600..800", 200}, epoch)
+                  .durable());
+  ASSERT_EQ(fleet.plan_record()->split_count, 2u);
+  fleet.crash("a");
+  fleet.crash("b");
+  erase_record(fleet, core::split_key("s001"));  // never completed
+  Node& c = fleet.add("c", [](CoordinatorConfig& cfg) { cfg.max_in_flight = 4; });
+  ASSERT_TRUE(fleet.run_until(
+      [&] {
+        complete_held(fleet);
+        return c.count<AllComplete>() > 0;
+      },
+      90s));
+  EXPECT_EQ(c.ever_granted.count("s001"), 1u) << "the job completed without the deleted split";
+  EXPECT_EQ(c.all<AllComplete>().front().completed, 4u);
+}
+
+// Sim operator 131: a parent's record garbled, rebuilt by a leader that never read it: from its
+// spec it named no residual, and would read theirs again. It keeps the residuals past pending
+// that were cut from it, in the order they were cut.
+TEST(DynamicSplit, a_parent_rebuilt_from_its_spec_keeps_its_named_residuals) {
+  Fleet fleet(std::make_shared<TestPlanner>(make_splits(1, 1000)));
+  Node& a = fleet.add("a", one_lane);
+  ASSERT_TRUE(fleet.run_until([&] { return a.held().size() == 1; }));
+  const std::uint64_t epoch = split_record(fleet, "s000")->epoch;
+  ASSERT_TRUE(
+      a.coord->split("s000", SplitProgress{100, "end=800", 100}, SplitResidual{"800..", 200}, epoch)
+          .durable());
+  ASSERT_TRUE(
+      a.coord->split("s000", SplitProgress{100, "end=600", 100}, SplitResidual{"600..", 200}, epoch)
+          .durable());
+  const std::string first = core::child_split_id("s000", epoch, 1);
+  const std::string second = core::child_split_id("s000", epoch, 2);
+  ASSERT_TRUE(fleet.run_until(
+      [&] {
+        auto r1 = split_record(fleet, first);
+        auto r2 = split_record(fleet, second);
+        return r1 && r2 && r1->status == core::SplitStatus::runnable &&
+               r2->status == core::SplitStatus::runnable;
+      },
+      10s));
+  fleet.crash("a");
+  garble(fleet, core::split_key("s000"));
+  fleet.add("b", one_lane);
+  ASSERT_TRUE(fleet.run_until(
+      [&] {
+        auto r = split_record(fleet, "s000");
+        return r && r->epoch > epoch;
+      },
+      30s));
+  EXPECT_EQ(split_record(fleet, "s000")->children, (std::vector<std::string>{first, second}));
 }
 
 // A lane that never answers (a source that cannot split, or an event loop that ignores the

@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <exception>
 
+#include "core/cut_rules.hpp"
 #include "core/keys.hpp"
 #include "core/repair_rules.hpp"
 
@@ -20,8 +23,27 @@ std::string owner_of(const core::SplitRecord& r) {
 }
 
 std::string describe(const core::SplitRecord& r) {
-  return fmt::format("epoch {} {} owner {} attempts {} watermark {}", r.epoch,
-                     core::to_string(r.status), owner_of(r), r.attempts, r.progress.watermark);
+  return fmt::format("epoch {} {} owner {} attempts {} watermark {} children {}", r.epoch,
+                     core::to_string(r.status), owner_of(r), r.attempts, r.progress.watermark,
+                     r.children.size());
+}
+
+// A residual's id, "{parent}~{epoch}.{n}" (core::child_split_id).
+struct ChildId {
+  std::string parent;
+  std::uint64_t epoch = 0;
+};
+std::optional<ChildId> parse_child_id(std::string_view id) {
+  const std::size_t tilde = id.rfind('~');
+  if (tilde == std::string_view::npos) return std::nullopt;
+  const std::size_t dot = id.find('.', tilde);
+  if (dot == std::string_view::npos) return std::nullopt;
+  try {
+    return ChildId{std::string(id.substr(0, tilde)),
+                   std::stoull(std::string(id.substr(tilde + 1, dot - tilde - 1)))};
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
 }
 
 }  // namespace
@@ -32,9 +54,49 @@ History::History(const RunParams& params, const VirtualTime& time, Trace& trace,
   for (std::size_t i = 0; i < params_.records.size(); ++i) {
     SplitTruth t;
     t.index = i;
-    t.emitted.assign(params_.records[i], 0);
+    t.hi = params_.records[i];
     splits_.emplace(split_id(i), std::move(t));
+    emitted_.emplace_back(params_.records[i], 0);
   }
+}
+
+std::string History::residual_descriptor(const ResidualRange& r) {
+  return fmt::format("{} {} {}", r.base, r.lo, r.hi);
+}
+
+std::optional<ResidualRange> History::parse_residual(std::string_view descriptor) {
+  ResidualRange r;
+  unsigned long long base = 0, lo = 0, hi = 0;
+  char tail = 0;
+  const std::string d(descriptor);
+  if (std::sscanf(d.c_str(), "%llu %llu %llu%c", &base, &lo, &hi, &tail) != 3) return std::nullopt;
+  r.base = static_cast<std::size_t>(base);
+  r.lo = lo;
+  r.hi = hi;
+  return r;
+}
+
+std::uint64_t History::end_of(const SplitTruth& t, const core::SplitRecord& rec) const {
+  if (rec.children.empty()) return t.hi;
+  auto c = splits_.find(rec.children.back());
+  return c == splits_.end() ? t.hi : c->second.lo;
+}
+
+bool History::named(const std::string& id) const {
+  auto it = splits_.find(id);
+  if (it == splits_.end() || it->second.parent.empty()) return false;
+  auto p = splits_.find(it->second.parent);
+  return p != splits_.end() && core::names_child(p->second.rec, id);
+}
+
+bool History::job_split(const SplitTruth& t) const {
+  return t.parent.empty() || named(t.rec.id);
+}
+
+bool History::owned_tenancy(const SplitTruth& parent, std::uint64_t epoch, const Writer& w) const {
+  auto it = parent.tenants.find(epoch);
+  return it != parent.tenants.end() && it->second.first == w.instance &&
+         it->second.second == w.nonce;
 }
 
 std::string History::split_id(std::size_t index) {
@@ -131,7 +193,9 @@ void History::on_write(OpKind kind, std::string_view key, std::string_view value
                               leader_->owner, leader_->nonce));
         }
       }
-    } else if (auto sid = core::id_from_key(key, core::kSpecPrefix)) {
+    } else if (auto sid = core::id_from_key(key, core::kSpecPrefix); sid && parse_child_id(*sid)) {
+      on_child_spec(kind, *sid, value, w);
+    } else if (sid) {
       if (erase) {
         // A claimer erases an unreadable spec at the revision it read, to prove the damage
         // current before it parks the split; a readable spec is never deleted.
@@ -171,12 +235,14 @@ void History::check_split_write(OpKind kind, const std::string& id, std::string_
   }
   const std::string key = core::split_key(id);
   if (kind == OpKind::erase) {
-    fail(1, fmt::format("split.{} was deleted by {}", id, who(w)));
+    if (!check_child_write(t, kind, nullptr, w)) {
+      fail(1, fmt::format("split.{} was deleted by {}", id, who(w)));
+    }
     t.exists = false;
     return;
   }
   core::SplitRecord next = core::decode_split(key, value);
-  if (check_repair(t, kind, next, w)) {
+  if (check_repair(t, kind, next, w) || check_child_write(t, kind, &next, w)) {
     t.max_epoch = std::max(t.max_epoch, next.epoch);
     t.exists = true;
     t.rec = std::move(next);
@@ -214,6 +280,17 @@ void History::check_split_update(SplitTruth& t, const core::SplitRecord& old,
                                  const core::SplitRecord& next, const Writer& w) {
   const std::string& id = next.id;
   const auto transition = [&] { return fmt::format("{}  ->  {}", describe(old), describe(next)); };
+  if (old.status == core::SplitStatus::pending) {  // only the leader's flip (check_child_write)
+    fail(2, fmt::format("write of pending residual {} by {}: {}", id, who(w), transition()));
+    return;
+  }
+  // Children are only ever appended, one per cut, by the owner's commit (checked below).
+  const bool cut = next.children.size() == old.children.size() + 1 &&
+                   std::equal(old.children.begin(), old.children.end(), next.children.begin());
+  if (!cut && next.children != old.children) {
+    fail(2,
+         fmt::format("write of split {} by {} rewrote its children: {}", id, who(w), transition()));
+  }
   // Invariant 1: no regression of progress, epoch or a terminal status.
   if (next.progress.watermark < old.progress.watermark) {
     fail(1, fmt::format("durable progress of split {} regressed ({} -> {}) by a write of {}: {}",
@@ -237,9 +314,10 @@ void History::check_split_update(SplitTruth& t, const core::SplitRecord& old,
     // A claim: names the claimer, moves nothing else; an attempt is consumed exactly when the
     // previous tenancy ended without a release, and then the previous owner must really be gone.
     if (next.owner != w.instance || next.owner_nonce != w.nonce ||
-        next.status != core::SplitStatus::runnable || next.progress != old.progress) {
+        next.status != core::SplitStatus::runnable || next.progress != old.progress || cut) {
       fail(2, fmt::format("malformed claim of split {} by {}: {}", id, who(w), transition()));
     }
+    t.tenants[next.epoch] = {w.instance, w.nonce};
     // An attempt may be consumed only by a real non-graceful end: the previous tenancy ended
     // without a release and its owner's session is gone. A reclaim by the same instance may
     // waive it (its own earlier session stopped its lanes itself); a takeover of a dead owner
@@ -292,14 +370,22 @@ void History::check_split_update(SplitTruth& t, const core::SplitRecord& old,
                         who(w), transition()));
     return;
   }
+  const bool commit = writer_owns && next.status == core::SplitStatus::runnable &&
+                      next.owner == old.owner && next.owner_nonce == old.owner_nonce;
+  if (cut && !commit) {
+    fail(2, fmt::format("write of split {} by {} named a residual but is no commit of its owner: "
+                        "{}",
+                        id, who(w), transition()));
+  }
   if (writer_owns) {
     const bool same_attempts = next.attempts == old.attempts;
     const bool one_more = next.attempts == old.attempts + 1;
     switch (next.status) {
       case core::SplitStatus::runnable:
-        if (next.owner == old.owner && next.owner_nonce == old.owner_nonce) {
+        if (commit) {
           if (!same_attempts)
             fail(4, fmt::format("commit of {} changed attempts: {}", id, transition()));
+          if (cut) check_cut(t, old, next, w);
           ++stats_.commits;
         } else if (!next.owner && !next.owner_nonce && same_attempts) {
           ++stats_.releases;
@@ -321,9 +407,9 @@ void History::check_split_update(SplitTruth& t, const core::SplitRecord& old,
           fail(2,
                fmt::format("malformed completion of split {} by {}: {}", id, who(w), transition()));
         }
-        if (next.progress.watermark != params_.records[t.index]) {
+        if (next.progress.watermark != end_of(t, next) - t.lo) {
           fail(3, fmt::format("split {} completed at watermark {} but has {} records", id,
-                              next.progress.watermark, params_.records[t.index]));
+                              next.progress.watermark, end_of(t, next) - t.lo));
         }
         ++stats_.completes;
         return;
@@ -416,6 +502,21 @@ bool History::check_repair(SplitTruth& t, OpKind kind, const core::SplitRecord& 
       fail(4, fmt::format("split.{} rebuilt as quarantined by {}", id, who(w)));
     }
     check_covered(t, next, "rebuild");
+    // A rebuild must not undo a cut: a child left runnable would read what the parent reads.
+    if (!t.parent.empty() && next.status != core::SplitStatus::pending && !named(id)) {
+      fail(3, fmt::format("residual {} rebuilt by {} as {} while its parent does not name it", id,
+                          who(w), core::to_string(next.status)));
+    }
+    for (const std::string& c : t.rec.children) {
+      auto ct = splits_.find(c);
+      if (!core::names_child(next, c) && ct != splits_.end() && ct->second.exists &&
+          ct->second.rec.status != core::SplitStatus::pending) {
+        fail(3, fmt::format("split.{} rebuilt by {} without its residual {} ({}): both would read "
+                            "records {}..{}",
+                            id, who(w), c, core::to_string(ct->second.rec.status), ct->second.lo,
+                            ct->second.hi));
+      }
+    }
     return true;
   }
   if (kind != OpKind::update || !t.exists) return false;
@@ -443,18 +544,152 @@ bool History::check_repair(SplitTruth& t, OpKind kind, const core::SplitRecord& 
   return false;
 }
 
-void History::check_covered(const SplitTruth& t, const core::SplitRecord& rec, const char* what) {
-  const std::uint64_t wm = rec.progress.watermark;
-  if (wm > t.emitted.size()) {
-    fail(3, fmt::format("{} of split {} at watermark {} beyond its {} records", what, rec.id, wm,
-                        t.emitted.size()));
+// spec.{child}: created by the owner of the tenancy its id names, for a tail of its parent's range;
+// deleted (by the leader) only while nobody names the child.
+void History::on_child_spec(OpKind kind, const std::string& id, std::string_view value,
+                            const Writer& w) {
+  const std::optional<ChildId> child = parse_child_id(id);
+  auto p = splits_.find(child->parent);
+  if (p == splits_.end()) {
+    fail(2, fmt::format("spec.{} written by {}: a residual of an unknown split", id, who(w)));
     return;
   }
-  for (std::uint64_t i = 0; i < wm; ++i) {
-    if (t.emitted[i] == 0) {
-      fail(3, fmt::format("{} of split {} at watermark {} covers record {}, which no lane "
+  if (kind == OpKind::erase) {
+    // The leader's orphan cleanup, or a claimer proving the operator's damage current.
+    auto it = splits_.find(id);
+    if (named(id) && (it == splits_.end() || !it->second.spec_damaged)) {
+      fail(3, fmt::format("spec.{} of a named residual deleted by {} while readable", id, who(w)));
+    }
+    return;
+  }
+  const SplitTruth& parent = p->second;
+  const core::SpecRecord spec = core::decode_spec(core::spec_key(id), value);
+  const std::optional<ResidualRange> r = parse_residual(spec.spec.descriptor);
+  if (kind != OpKind::create || !r || r->base != parent.index || r->lo >= r->hi ||
+      r->lo < parent.lo || r->hi > parent.hi || spec.spec.weight != r->hi - r->lo) {
+    fail(1, fmt::format("spec.{} written by {} does not name a part of {}'s records [{}, {}): "
+                        "'{}' weight {}",
+                        id, who(w), child->parent, parent.lo, parent.hi, spec.spec.descriptor,
+                        spec.spec.weight));
+    return;
+  }
+  if (!owned_tenancy(parent, child->epoch, w)) {
+    fail(2, fmt::format("spec.{} created by {}, which never owned split {} at epoch {}", id, who(w),
+                        child->parent, child->epoch));
+  }
+  auto [it, fresh] = splits_.try_emplace(id);
+  SplitTruth& t = it->second;
+  if (!fresh) {  // a late create landing again after the orphan's delete
+    if (t.lo != r->lo || t.hi != r->hi) {
+      fail(1, fmt::format("spec.{} created again by {} with another range", id, who(w)));
+    }
+    return;
+  }
+  t.index = parent.index;
+  t.lo = r->lo;
+  t.hi = r->hi;
+  t.parent = child->parent;
+  t.cut_epoch = child->epoch;
+  t.rec.id = id;
+}
+
+// The writes of a residual's own record outside the usual rules: its pending creation, the
+// leader's flip, the orphan's delete. False for any other write (the usual rules then apply).
+bool History::check_child_write(SplitTruth& t, OpKind kind, const core::SplitRecord* next,
+                                const Writer& w) {
+  if (t.parent.empty()) return false;
+  const std::string& id = t.rec.id;
+  if (kind == OpKind::erase) {
+    if (!t.exists || t.rec.status != core::SplitStatus::pending || named(id)) {
+      fail(3, fmt::format("residual {} ({}) deleted by {}{}", id,
+                          t.exists ? core::to_string(t.rec.status) : "absent", who(w),
+                          named(id) ? " although its parent names it" : ""));
+    }
+    ++stats_.orphans;
+    return true;
+  }
+  if (kind == OpKind::create) {
+    // The cutter's pending record, or the leader's rebuild of it from the spec (at an epoch of
+    // its own): harmless while nobody names it.
+    core::SplitRecord want =
+        core::pending_child(id, t.hi - t.lo, core::SplitOrigin{t.parent, t.cut_epoch});
+    want.epoch = next->epoch;
+    if (t.exists || *next != want) {
+      fail(2, fmt::format("split.{} created by {} ({}) is not the pending record of a residual "
+                          "cut from {} at epoch {}: {}",
+                          id, who(w), t.exists ? "exists already" : "new", t.parent, t.cut_epoch,
+                          describe(*next)));
+    }
+    return true;
+  }
+  if (!t.exists || t.rec.status != core::SplitStatus::pending) return false;
+  core::SplitRecord want = t.rec;
+  want.status = core::SplitStatus::runnable;
+  if (*next != want) {
+    fail(2, fmt::format("write of pending residual {} by {} is not its flip to runnable: {}", id,
+                        who(w), describe(*next)));
+  } else if (!named(id)) {
+    fail(3, fmt::format("residual {} made runnable by {} while its parent {} does not name it "
+                        "(its records {}..{} are the parent's still)",
+                        id, who(w), t.parent, t.lo, t.hi));
+  }
+  ++stats_.flips;
+  return true;
+}
+
+// The parent's CAS naming a residual: it exists already (pending, cut by this tenancy), it is the
+// tail of the parent's range, nothing in it was emitted, the parent's progress stays before it.
+void History::check_cut(const SplitTruth& t, const core::SplitRecord& old,
+                        const core::SplitRecord& next, const Writer& w) {
+  ++stats_.cuts;
+  const std::string& child = next.children.back();
+  auto c = splits_.find(child);
+  if (c == splits_.end() || !c->second.exists ||
+      c->second.rec.status != core::SplitStatus::pending ||
+      c->second.rec.cut_from != core::SplitOrigin{next.id, old.epoch}) {
+    fail(2, fmt::format("split {} named residual {} by {}, but the residual's pending record cut "
+                        "at epoch {} does not exist: {}",
+                        next.id, child, who(w), old.epoch,
+                        c == splits_.end() ? "no spec either" : describe(c->second.rec)));
+    return;
+  }
+  const SplitTruth& ct = c->second;
+  const std::uint64_t end = end_of(t, old);
+  if (ct.hi != end || ct.lo < t.lo + next.progress.watermark) {
+    fail(3, fmt::format("split {} cut at {}..{} by {}, not the tail of its range {}..{} past its "
+                        "watermark {}",
+                        next.id, ct.lo, ct.hi, who(w), t.lo, end, next.progress.watermark));
+  }
+  const std::vector<std::uint32_t>& emitted = emitted_[t.index];
+  for (std::uint64_t i = ct.lo; i < ct.hi; ++i) {
+    if (emitted[i] > 0) {
+      fail(3, fmt::format("split {} cut by {} gives residual {} record {}, which a lane emitted "
+                          "already (the cut must lie beyond everything emitted)",
+                          next.id, who(w), child, i));
+      return;
+    }
+  }
+  const std::uint64_t w_child = ct.hi - ct.lo;
+  if (next.weight != (old.weight > w_child ? old.weight - w_child : 0)) {
+    fail(2, fmt::format("split {} cut by {}: weight {} -> {} for a residual of {}", next.id, who(w),
+                        old.weight, next.weight, w_child));
+  }
+}
+
+void History::check_covered(const SplitTruth& t, const core::SplitRecord& rec, const char* what) {
+  const std::uint64_t wm = rec.progress.watermark;
+  const std::uint64_t len = end_of(t, rec) - t.lo;
+  if (wm > len) {
+    fail(3, fmt::format("{} of split {} at watermark {} beyond its {} records", what, rec.id, wm,
+                        len));
+    return;
+  }
+  const std::vector<std::uint32_t>& emitted = emitted_[t.index];
+  for (std::uint64_t i = t.lo; i < t.lo + wm; ++i) {
+    if (emitted[i] == 0) {
+      fail(3, fmt::format("{} of split {} at watermark {} covers record {} of {}, which no lane "
                           "emitted (lost)",
-                          what, rec.id, wm, i));
+                          what, rec.id, wm, i, split_id(t.index)));
       return;
     }
   }
@@ -521,12 +756,14 @@ void History::check_plan_write(std::string_view value) {
 
 void History::check_verdict(const core::PlanRecord& plan, const char* source,
                             bool tallies_carried) {
-  std::uint64_t completed = 0, quarantined = 0, seeded = 0;
+  std::uint64_t completed = 0, quarantined = 0, seeded = 0, named_children = 0;
   for (const auto& [id, t] : splits_) {
     // A record the operator damaged counts as its last readable version: the leader's view may
     // not have seen the damage yet, and what that version says (a completion) stays true.
     if (!t.exists && !t.damaged) continue;
+    if (!job_split(t)) continue;  // a pending residual nobody names is no split of the job
     ++seeded;
+    if (!t.parent.empty()) ++named_children;
     if (t.rec.status == core::SplitStatus::completed) ++completed;
     if (t.rec.status == core::SplitStatus::quarantined) ++quarantined;
   }
@@ -540,7 +777,7 @@ void History::check_verdict(const core::PlanRecord& plan, const char* source,
   }
   // A plan is final only once the planner lists every split (a growing plan turns final when it
   // has listed them all).
-  const std::size_t planned = params_.records.size();
+  const std::size_t planned = params_.records.size() + named_children;
   if (plan.split_count != planned || seeded < planned) {
     fail(4, fmt::format("{} reports {} over {} planned splits; the planner listed {}, {} seeded",
                         source, core::to_string(plan.verdict), plan.split_count, planned, seeded));
@@ -551,11 +788,11 @@ void History::check_verdict(const core::PlanRecord& plan, const char* source,
                           source, completed, seeded, quarantined));
     }
     for (const auto& [id, t] : splits_) {
-      if (!t.exists && !t.damaged) continue;
+      if ((!t.exists && !t.damaged) || !job_split(t)) continue;
       check_covered(t, t.rec, "completion");
-      if (t.rec.progress.watermark != t.emitted.size()) {
+      if (t.rec.progress.watermark != length(t)) {
         fail(3, fmt::format("{} reports complete but split {} is at watermark {} of {}", source, id,
-                            t.rec.progress.watermark, t.emitted.size()));
+                            t.rec.progress.watermark, length(t)));
       }
     }
   } else {
@@ -566,13 +803,66 @@ void History::check_verdict(const core::PlanRecord& plan, const char* source,
   }
 }
 
+void History::check_final() {
+  for (std::size_t i = 0; i < params_.records.size(); ++i) check_family(i);
+}
+
+// Invariant 9 for one planned split: its family's ranges partition its records, all emitted.
+void History::check_family(std::size_t base) {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
+  std::vector<std::string> todo{split_id(base)};
+  while (!todo.empty()) {
+    const std::string id = todo.back();
+    todo.pop_back();
+    auto it = splits_.find(id);
+    if (it == splits_.end() || !it->second.exists) {
+      fail(9, fmt::format("split {} of {}'s family has no record at the end of the run", id,
+                          split_id(base)));
+      return;
+    }
+    const SplitTruth& t = it->second;
+    if (t.rec.status == core::SplitStatus::quarantined) return;  // its records stay unread
+    if (t.rec.status != core::SplitStatus::completed) {
+      fail(9, fmt::format("split {} of {}'s family is {} at the end of the run", id, split_id(base),
+                          core::to_string(t.rec.status)));
+      return;
+    }
+    ranges.emplace_back(t.lo, end_of(t, t.rec));
+    todo.insert(todo.end(), t.rec.children.begin(), t.rec.children.end());
+  }
+  std::sort(ranges.begin(), ranges.end());
+  std::uint64_t at = 0;
+  for (const auto& [lo, hi] : ranges) {
+    if (lo != at || hi < lo) {
+      fail(9, fmt::format("the completed ranges of {}'s family do not partition its {} records: "
+                          "{} at {}..{} after {} covered",
+                          split_id(base), params_.records[base], lo < at ? "overlap" : "gap", lo,
+                          hi, at));
+      return;
+    }
+    at = hi;
+  }
+  if (at != params_.records[base]) {
+    fail(9, fmt::format("the completed ranges of {}'s family end at {} of its {} records",
+                        split_id(base), at, params_.records[base]));
+    return;
+  }
+  for (std::uint64_t i = 0; i < at; ++i) {
+    if (emitted_[base][i] == 0) {
+      fail(9, fmt::format("record {} of {} was never emitted, yet its family completed", i,
+                          split_id(base)));
+      return;
+    }
+  }
+}
+
 void History::on_emit(std::int32_t inc, std::size_t split, std::uint64_t first,
                       std::uint64_t count) {
   trace_.add(time_.now(), TraceKind::emit, inc, split_id(split), static_cast<std::int64_t>(first),
              static_cast<std::int64_t>(count));
-  SplitTruth& t = splits_.at(split_id(split));
-  for (std::uint64_t i = first; i < first + count && i < t.emitted.size(); ++i) {
-    if (t.emitted[i]++ > 0) ++stats_.duplicates;
+  std::vector<std::uint32_t>& emitted = emitted_.at(split);
+  for (std::uint64_t i = first; i < first + count && i < emitted.size(); ++i) {
+    if (emitted[i]++ > 0) ++stats_.duplicates;
     ++stats_.emitted;
   }
 }

@@ -9,13 +9,23 @@
 //   1  durable progress of a split never regresses (watermark, epoch, terminal status)
 //   2  every write to split.{id} is a claim that bumps the epoch, or is made by the owner of the
 //      split's current epoch (instance and nonce); a call told "fenced" wrote nothing
-//   3  no commit covers a record no lane emitted; a completed split covers all its records
+//   3  no commit covers a record no lane emitted; a completed split covers all its records. Over
+//      record ranges: a split covers [lo, end) of its base split's records, where a residual's
+//      range is the one its spec names and a split with residuals ends where its last one begins;
+//      a cut gives away only records no lane has emitted, from the tail of the split's range
 //   4  complete only when every split completed; stalled only with the rest quarantined;
 //      quarantine only after max_attempts non-graceful ends, and an attempt is consumed only by a
 //      real one (the previous owner's session is gone, or the owner called fail())
 //   6  a session is expired by a peer only after its renewals stopped for a lease (judged on the
 //      owner's own clock, allowing for the skew bound), and a running member has stopped its
 //      lanes by then (self-fencing precedes expiry)
+//   9  (end of a run that completes) every planned record was emitted, and the ranges of every
+//      planned split's family (itself and its residuals, recursively, all completed) partition
+//      its records: no gap, no overlap (re-emission by at-least-once replay is fine)
+// Dynamic splitting (issue 17) is checked as it happens: spec.{child} and its pending record are
+// written by the owner of the tenancy the child's id names; the parent's CAS naming the child is
+// that owner's commit, after the child's record exists; only a named child becomes runnable; only
+// a child nobody names is deleted.
 //
 // Invariant 5 (liveness) is checked by the World, which owns the phases. The first violation is
 // kept (later ones are counted).
@@ -68,12 +78,18 @@ class FleetView {
 };
 
 struct SplitTruth {
-  std::size_t index = 0;
+  std::size_t index = 0;  // the planned split whose records it reads (a residual's base)
   core::SplitRecord rec;
   Revision rev = 0;
   bool exists = false;
-  std::uint32_t nongraceful = 0;       // non-graceful ends the checker saw (takeovers, fail())
-  std::vector<std::uint32_t> emitted;  // per record: how many times a lane emitted it
+  std::uint32_t nongraceful = 0;  // non-graceful ends the checker saw (takeovers, fail())
+  // Its records, [lo, hi) of the base split's: all of them for a planned split, the range its
+  // spec names for a residual. It ends at hi, or where its last child's range begins.
+  std::uint64_t lo = 0, hi = 0;
+  std::string parent;           // a residual's: the split it was cut from ("" for a planned one)
+  std::uint64_t cut_epoch = 0;  // ... and the tenancy that cut it
+  // Who owned each of its tenancies (epoch -> instance, nonce), from the claims.
+  std::map<std::uint64_t, std::pair<std::string, std::string>> tenants;
   // The operator overwrote or deleted split.{id}: the next landed write must be a rebuild
   // (above every epoch the split had; `rec` keeps the last readable record meanwhile).
   bool damaged = false;
@@ -102,6 +118,16 @@ struct HistoryStats {
   std::uint64_t rebuilds = 0;          // split records rebuilt after damage
   std::uint64_t parked = 0;            // splits parked because their spec was damaged
   std::uint64_t requeued = 0;          // parked splits requeued after their spec was rewritten
+  std::uint64_t cuts = 0;              // parents' CASes naming a residual
+  std::uint64_t flips = 0;             // residuals made runnable
+  std::uint64_t orphans = 0;           // residuals deleted unnamed
+};
+
+// A residual's descriptor in the simulated source: "base lo hi", records [lo, hi) of base split
+// `base` (a planned split's descriptor is its record count).
+struct ResidualRange {
+  std::size_t base = 0;
+  std::uint64_t lo = 0, hi = 0;
 };
 
 class History {
@@ -113,7 +139,7 @@ class History {
   void on_write(OpKind kind, std::string_view key, std::string_view value, const WriteResult& r,
                 const Writer& w);
 
-  // A lane emitted records [first, first + count) of the split with this index.
+  // A lane emitted records [first, first + count) of the base split with this index.
   void on_emit(std::int32_t inc, std::size_t split, std::uint64_t first, std::uint64_t count);
 
   // A user call (number `call`) returned `fenced` for this split: it must not have written, and
@@ -161,8 +187,20 @@ class History {
     auto it = members_.find(instance);
     return it != members_.end() && it->second.rec.nonce == nonce;
   }
-  std::size_t split_index(std::string_view id) const;  // npos if not a planned id
+  // The base index of a planned split or of a residual whose spec was seen; npos otherwise.
+  std::size_t split_index(std::string_view id) const;
   static std::string split_id(std::size_t index);
+  static std::string residual_descriptor(const ResidualRange& r);
+  static std::optional<ResidualRange> parse_residual(std::string_view descriptor);
+  // Where the split's range ends with `rec` (its last child's start, or hi), and its length.
+  std::uint64_t end_of(const SplitTruth& t, const core::SplitRecord& rec) const;
+  std::uint64_t length(const SplitTruth& t) const { return end_of(t, t.rec) - t.lo; }
+  // A split of the job: planned, or a residual its parent's record names.
+  bool job_split(const SplitTruth& t) const;
+  // How many times each record of base split `index` was emitted.
+  const std::vector<std::uint32_t>& emitted(std::size_t index) const { return emitted_[index]; }
+  // Invariant 9, at the end of a run that completed.
+  void check_final();
 
   const std::optional<Violation>& violation() const { return violation_; }
   std::uint64_t violation_count() const { return violations_; }
@@ -183,6 +221,16 @@ class History {
   void check_split_update(SplitTruth& t, const core::SplitRecord& old,
                           const core::SplitRecord& next, const Writer& w);
   void check_covered(const SplitTruth& t, const core::SplitRecord& rec, const char* what);
+  // Dynamic splitting: the residual's spec and record, the parent's cut, the leader's flip and
+  // orphan deletes (see the top of this file).
+  void on_child_spec(OpKind kind, const std::string& id, std::string_view value, const Writer& w);
+  bool check_child_write(SplitTruth& t, OpKind kind, const core::SplitRecord* next,
+                         const Writer& w);
+  void check_cut(const SplitTruth& t, const core::SplitRecord& old, const core::SplitRecord& next,
+                 const Writer& w);
+  bool owned_tenancy(const SplitTruth& parent, std::uint64_t epoch, const Writer& w) const;
+  bool named(const std::string& child) const;  // a residual its parent's record names
+  void check_family(std::size_t base);
   void check_member_write(OpKind kind, const std::string& id, std::string_view value, Revision rev,
                           const Writer& w);
   void on_operator_write(OpKind kind, std::string_view key);
@@ -197,6 +245,7 @@ class History {
   const FleetView& fleet_;
 
   std::unordered_map<std::string, SplitTruth> splits_;
+  std::vector<std::vector<std::uint32_t>> emitted_;  // per base split, per record
   std::map<std::string, MemberTruth> members_;
   std::set<std::string> operator_ended_;  // "instance\nnonce" of sessions the operator deleted
   std::map<std::string, core::LeaseRecord> leases_;

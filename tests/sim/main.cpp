@@ -3,8 +3,9 @@
 //   etlc-sim --seeds N --from S --scenario NAME [--faults 'name=value,...'] [--trace]
 //            [--stop-on-failure] [--time-limit SECONDS] [--progress N] [--per-run]
 //
-// Scenarios: calm crash pause store watch stale leader skew open poison chaos operator lone (and
-// `all`, which picks one per seed; `zombie` is the pause-heavy mix of the checker-must-fail test).
+// Scenarios: calm crash pause store watch stale leader skew open poison chaos operator lone tail
+// straggler (and `all`, which picks one per seed; `zombie` is the pause-heavy mix of the
+// checker-must-fail test).
 // Each run prints nothing unless it fails; a failure prints the invariant, the replay command and
 // the last trace events. At the end: runs, failures, runs per second and the virtual-to-real time
 // ratio. Exit status 1 if any run failed, 2 on bad arguments.
@@ -148,6 +149,13 @@ int main(int argc, char** argv) {
     }
     total.stale_grants += r.stats.stale_grants;
     total.stale_anomalies += r.stats.stale_anomalies;
+    total.split_requests += r.stats.split_requests;
+    total.cuts_refused += r.stats.cuts_refused;
+    total.cuts_made += r.stats.cuts_made;
+    total.cut_crashes += r.stats.cut_crashes;
+    htotal.cuts += r.history.cuts;
+    htotal.flips += r.history.flips;
+    htotal.orphans += r.history.orphans;
     htotal.claims_takeover += r.history.claims_takeover;
     htotal.claims_reclaim += r.history.claims_reclaim;
     htotal.claims_without_lease += r.history.claims_without_lease;
@@ -182,7 +190,8 @@ int main(int argc, char** argv) {
           "run seed=%llu scenario=%s ok=%d virtual_s=%.1f real_ms=%.1f members=%d splits=%zu "
           "steps=%llu crashes=%llu pauses=%llu takeovers=%llu quarantines=%llu "
           "claims_without_lease=%llu stale_grants=%llu revokes=%llu revokes_late=%llu "
-          "revokes_late_to_faster=%llu revokes_nearly_done=%llu completion_s=%.1f\n",
+          "revokes_late_to_faster=%llu revokes_nearly_done=%llu completion_s=%.1f cuts=%llu "
+          "orphans=%llu cut_crashes=%llu\n",
           static_cast<unsigned long long>(seed), params.scenario.c_str(), r.ok() ? 1 : 0,
           static_cast<double>(r.virtual_ns) / 1e9, r.real_s * 1e3, params.members,
           params.records.size(), static_cast<unsigned long long>(r.stats.steps),
@@ -196,7 +205,10 @@ int main(int argc, char** argv) {
           static_cast<unsigned long long>(r.stats.revokes_late),
           static_cast<unsigned long long>(r.stats.revokes_late_to_faster),
           static_cast<unsigned long long>(r.stats.revokes_nearly_done),
-          static_cast<double>(r.stats.completed_after) / 1e9);
+          static_cast<double>(r.stats.completed_after) / 1e9,
+          static_cast<unsigned long long>(r.history.cuts),
+          static_cast<unsigned long long>(r.history.orphans),
+          static_cast<unsigned long long>(r.stats.cut_crashes));
     }
     if (!r.ok()) {
       ++failures;
@@ -250,6 +262,11 @@ int main(int argc, char** argv) {
       "90 % done; completion phase {:.1f} s on average over {} runs\n",
       total.revokes_late, total.revokes_late_to_faster, total.revokes_nearly_done,
       completions == 0 ? 0.0 : completion_s / static_cast<double>(completions), completions);
+  fmt::print(
+      "splitting: {} split requests to lanes, {} refused, {} cuts made, {} landed (parents naming "
+      "a residual), {} residuals made runnable, {} orphans deleted, {} crashes mid-cut\n",
+      total.split_requests, total.cuts_refused, total.cuts_made, htotal.cuts, htotal.flips,
+      htotal.orphans, total.cut_crashes);
   fmt::print(
       "operator: {} records damaged, {} split records rebuilt, {} splits parked for their spec, "
       "{} requeued\n",

@@ -51,6 +51,14 @@ struct FaultRates {
   std::int64_t pace_gain_ppm = -1;
   bool tail = false;       // a skewed job on members of uneven speed, run to completion (`tail`)
   bool even_pace = false;  // tail, but every member's lanes at the same speed
+  // Dynamic splitting (issue 17): whether lanes answer the leader's SplitRequested by cutting
+  // their range (else they ignore it, as before). `random`: on for half of the seeds, drawn from
+  // a stream of its own so the job's shape does not change. split_refuse: a lane's chance to
+  // refuse a request it could answer. straggler: one split much larger than the rest.
+  enum class Split : std::uint8_t { off, on, random } split = Split::off;
+  double split_refuse = 0.3;
+  bool straggler = false;
+  bool unsafe_cut_below_emitted = false;  // test-only: lanes cut one record below their next
 };
 
 enum class PlanShape : std::uint8_t { final_plan, open_grows_then_final, open_grows_forever };
@@ -83,6 +91,7 @@ struct RunParams {
   VirtualNs lane_min_pause = 100 * kNsPerMs;  // a lane's pace: pause between actions
   VirtualNs lane_max_pause = 600 * kNsPerMs;
   std::int64_t lane_max_batch = 3;  // records emitted per action (1..n)
+  bool split = false;               // lanes cut their range when asked (FaultRates::split)
 
   // Phases: faults, then quiet with the source frozen (convergence), then quiet with the source
   // running (completion). Each quiet phase has a bound past which liveness is violated.

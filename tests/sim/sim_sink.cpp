@@ -12,8 +12,7 @@ constexpr VirtualNs kMaxLateNs = 500 * kNsPerMs;
 
 SimSink::SimSink(const RunParams& params, const VirtualTime& time, Trace& trace, History& history)
     : p_(params), time_(time), trace_(trace), history_(history), rng_(Rng::stream(params.seed, 5)) {
-  rows_.resize(params.records.size());
-  for (std::size_t i = 0; i < rows_.size(); ++i) rows_[i].copies.assign(params.records[i], 0);
+  for (std::uint64_t n : params.records) copies_.emplace_back(n, 0);
 }
 
 void SimSink::note(std::int32_t inc, const std::string& what) {
@@ -36,16 +35,15 @@ void SimSink::land_due() {
     const Late l = late_.front();
     late_.erase(late_.begin());
     std::uint64_t stored = 0;
-    const Status s = apply_write(l.inc, l.split, l.epoch, l.first, l.count, stored);
-    note(l.inc, fmt::format("sink: late write of {} records {}+{} e{} lands: {}",
-                            History::split_id(l.split), l.first, l.count, l.epoch,
-                            s == Status::ok ? "applied" : "not applied"));
+    const Status s = apply_write(l.inc, l.split, l.epoch, l.first, l.count, l.state, stored);
+    note(l.inc, fmt::format("sink: late write of {} records {}+{} e{} lands: {}", l.split, l.first,
+                            l.count, l.epoch, s == Status::ok ? "applied" : "not applied"));
   }
 }
 
-SimSink::Status SimSink::apply_open(std::size_t split, std::uint64_t epoch,
+SimSink::Status SimSink::apply_open(const SinkLane& lane, std::uint64_t epoch,
                                     std::uint64_t& watermark) {
-  Row& r = rows_.at(split);
+  Row& r = rows_.try_emplace(lane.split, Row{0, 0, lane.base, lane.lo, {}}).first->second;
   if (r.epoch > epoch && !p_.faults.unsafe_sink_without_fence) {
     ++stats_.refused;
     watermark = r.epoch;
@@ -57,10 +55,17 @@ SimSink::Status SimSink::apply_open(std::size_t split, std::uint64_t epoch,
   return Status::ok;
 }
 
-SimSink::Status SimSink::apply_write(std::int32_t inc, std::size_t split, std::uint64_t epoch,
-                                     std::uint64_t first, std::uint64_t count,
-                                     std::uint64_t& stored) {
-  Row& r = rows_.at(split);
+SimSink::Status SimSink::apply_write(std::int32_t inc, const std::string& split,
+                                     std::uint64_t epoch, std::uint64_t first, std::uint64_t count,
+                                     const std::string& state, std::uint64_t& stored) {
+  auto row = rows_.find(split);
+  if (row == rows_.end()) {
+    history_.fail(7, fmt::format("a write of split {} at epoch {} reached the sink, which was "
+                                 "never opened for it",
+                                 split, epoch));
+    return Status::refused;
+  }
+  Row& r = row->second;
   const bool unsafe = p_.faults.unsafe_sink_without_fence;
   if (!unsafe) {
     if (r.epoch > epoch) {
@@ -71,7 +76,7 @@ SimSink::Status SimSink::apply_write(std::int32_t inc, std::size_t split, std::u
     if (r.epoch < epoch) {
       history_.fail(7, fmt::format("a write of split {} at epoch {} reached the sink, whose fence "
                                    "stands at epoch {}: it was never opened for that epoch",
-                                   History::split_id(split), epoch, r.epoch));
+                                   split, epoch, r.epoch));
       return Status::refused;
     }
     if (r.watermark != first) {
@@ -79,21 +84,23 @@ SimSink::Status SimSink::apply_write(std::int32_t inc, std::size_t split, std::u
       return Status::mismatch;
     }
   }
-  for (std::uint64_t i = first; i < first + count && i < r.copies.size(); ++i) {
-    if (r.copies[i]++ > 0) {
+  std::vector<std::uint32_t>& copies = copies_.at(r.base);
+  for (std::uint64_t i = r.lo + first; i < r.lo + first + count && i < copies.size(); ++i) {
+    if (copies[i]++ > 0) {
       history_.fail(7, fmt::format("record {} of split {} was written to the sink twice (the "
-                                   "second time at epoch {})",
-                                   i, History::split_id(split), epoch));
+                                   "second time by {} at epoch {})",
+                                   i, History::split_id(r.base), split, epoch));
     }
   }
+  if (first + count >= r.watermark) r.state = state;
   r.watermark = std::max(r.watermark, first + count);
   ++stats_.writes;
   stats_.records += count;
-  history_.on_emit(inc, split, first, count);  // emitted = durable in the sink
+  history_.on_emit(inc, r.base, r.lo + first, count);  // emitted = durable in the sink
   return Status::ok;
 }
 
-SimSink::Status SimSink::open(std::int32_t inc, std::size_t split, std::uint64_t epoch,
+SimSink::Status SimSink::open(std::int32_t inc, const SinkLane& lane, std::uint64_t epoch,
                               std::uint64_t& watermark) {
   land_due();
   switch (fate()) {
@@ -106,19 +113,20 @@ SimSink::Status SimSink::open(std::int32_t inc, std::size_t split, std::uint64_t
       return Status::unknown;
     case Fate::apply_unknown:
       ++stats_.unknown;
-      apply_open(split, epoch, watermark);
+      apply_open(lane, epoch, watermark);
       return Status::unknown;
     case Fate::apply:
       break;
   }
-  const Status s = apply_open(split, epoch, watermark);
-  note(inc, fmt::format("sink: open {} e{}: {} (watermark/epoch {})", History::split_id(split),
-                        epoch, s == Status::ok ? "open" : "refused", watermark));
+  const Status s = apply_open(lane, epoch, watermark);
+  note(inc, fmt::format("sink: open {} e{}: {} (watermark/epoch {})", lane.split, epoch,
+                        s == Status::ok ? "open" : "refused", watermark));
   return s;
 }
 
-SimSink::Status SimSink::write(std::int32_t inc, std::size_t split, std::uint64_t epoch,
+SimSink::Status SimSink::write(std::int32_t inc, const SinkLane& lane, std::uint64_t epoch,
                                std::uint64_t first, std::uint64_t count, std::uint64_t& stored) {
+  const std::string& split = lane.split;
   land_due();
   switch (fate()) {
     case Fate::fail:
@@ -130,27 +138,28 @@ SimSink::Status SimSink::write(std::int32_t inc, std::size_t split, std::uint64_
     case Fate::late:
       ++stats_.unknown;
       ++stats_.late;
-      late_.push_back(
-          Late{time_.now() + rng_.range(1, kMaxLateNs), inc, split, epoch, first, count});
+      late_.push_back(Late{time_.now() + rng_.range(1, kMaxLateNs), inc, split, epoch, first, count,
+                           lane.state});
       std::stable_sort(late_.begin(), late_.end(),
                        [](const Late& a, const Late& b) { return a.at < b.at; });
       return Status::unknown;
     case Fate::apply_unknown:
       ++stats_.unknown;
-      apply_write(inc, split, epoch, first, count, stored);
+      apply_write(inc, split, epoch, first, count, lane.state, stored);
       return Status::unknown;
     case Fate::apply:
       break;
   }
-  return apply_write(inc, split, epoch, first, count, stored);
+  return apply_write(inc, split, epoch, first, count, lane.state, stored);
 }
 
-std::uint64_t SimSink::emit(std::int32_t inc, std::size_t split, std::uint64_t epoch,
-                            SinkLane& lane, std::uint64_t next, std::uint64_t count) {
+std::uint64_t SimSink::emit(std::int32_t inc, std::uint64_t epoch, SinkLane& lane,
+                            std::uint64_t next, std::uint64_t count) {
   if (lane.refused) return next;
+  const std::string& split = lane.split;
   if (!lane.opened) {
     std::uint64_t w = 0;
-    const Status s = open(inc, split, epoch, w);
+    const Status s = open(inc, lane, epoch, w);
     if (s == Status::refused) {
       lane.refused = true;
       return next;
@@ -159,16 +168,17 @@ std::uint64_t SimSink::emit(std::int32_t inc, std::size_t split, std::uint64_t e
     lane.opened = true;
     if (w > next) {
       ++stats_.sink_resumes;
-      note(inc, fmt::format("sink: {} resumes at the sink's watermark {} (granted {})",
-                            History::split_id(split), w, next));
+      note(inc,
+           fmt::format("sink: {} resumes at the sink's watermark {} (granted {})", split, w, next));
       next = w;
+      lane.resumed_state = rows_.at(split).state;  // the Driver resumes from the sink's progress
     }
     return next;  // the open took this action
   }
   if (lane.unsettled) {
     // Read the fence row (a plain read: no faults beyond what the next write meets).
     land_due();
-    const Row& r = rows_.at(split);
+    const Row& r = rows_.at(split);  // opened
     if (r.epoch > epoch && !p_.faults.unsafe_sink_without_fence) {
       lane.refused = true;
       ++stats_.refused;
@@ -183,7 +193,7 @@ std::uint64_t SimSink::emit(std::int32_t inc, std::size_t split, std::uint64_t e
   }
   if (count == 0) return next;
   std::uint64_t stored = 0;
-  switch (write(inc, split, epoch, next, count, stored)) {
+  switch (write(inc, lane, epoch, next, count, stored)) {
     case Status::ok:
       return next + count;
     case Status::refused:
@@ -195,7 +205,7 @@ std::uint64_t SimSink::emit(std::int32_t inc, std::size_t split, std::uint64_t e
       if (stored < next) {
         history_.fail(7, fmt::format("the sink's watermark of split {} at epoch {} went back to "
                                      "{}, below its lane's {}",
-                                     History::split_id(split), epoch, stored, next));
+                                     split, epoch, stored, next));
       }
       ++stats_.settled_landed;
       return stored;
@@ -209,31 +219,36 @@ std::uint64_t SimSink::emit(std::int32_t inc, std::size_t split, std::uint64_t e
   return next;
 }
 
-void SimSink::on_refusal_answer(std::size_t split, std::uint64_t epoch, bool durable) {
+std::uint64_t SimSink::reach(const SinkLane& lane) const {
+  std::uint64_t at = lane.unsettled ? lane.unsettled_to : 0;
+  if (auto r = rows_.find(lane.split); r != rows_.end()) at = std::max(at, r->second.watermark);
+  for (const Late& l : late_) {
+    if (l.split == lane.split) at = std::max(at, l.first + l.count);
+  }
+  return at;
+}
+
+void SimSink::on_refusal_answer(const std::string& split, std::uint64_t epoch, bool durable) {
   if (durable && !p_.faults.unsafe_sink_without_fence) {
     history_.fail(7,
                   fmt::format("the sink refused split {} at epoch {}, yet the coordination store "
                               "accepted that tenancy's failure: the sink's fence was ahead of "
                               "every grant",
-                              History::split_id(split), epoch));
+                              split, epoch));
   } else if (!durable) {
     ++stats_.zombie_refusals;
   }
 }
 
 void SimSink::check_final(const History& history) {
-  for (std::size_t i = 0; i < rows_.size(); ++i) {
-    const auto& truth = history.splits().find(History::split_id(i));
-    if (truth == history.splits().end() || !truth->second.exists ||
-        truth->second.rec.status != core::SplitStatus::completed) {
-      continue;
-    }
-    const Row& r = rows_[i];
-    for (std::size_t k = 0; k < r.copies.size(); ++k) {
-      if (r.copies[k] != 1) {
+  for (const auto& [id, t] : history.splits()) {
+    if (!t.exists || t.rec.status != core::SplitStatus::completed) continue;
+    const std::vector<std::uint32_t>& copies = copies_.at(t.index);
+    for (std::uint64_t k = t.lo; k < t.lo + t.rec.progress.watermark && k < copies.size(); ++k) {
+      if (copies[k] != 1) {
         history_.fail(7, fmt::format("the run completed, but the sink holds record {} of split {} "
-                                     "{} times",
-                                     k, History::split_id(i), r.copies[k]));
+                                     "{} times (completed by {})",
+                                     k, History::split_id(t.index), copies[k], id));
         return;
       }
     }

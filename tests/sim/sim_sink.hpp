@@ -2,9 +2,11 @@
 // through the split's epoch as a fencing token (include/etlc/sink_fence.hpp), with faults of its
 // own, and the lane protocol that uses it.
 //
-// Per split the sink holds a fence row (the epoch it stands at, the sink's watermark) and the
-// records written (how many times each). Every operation is one transaction, atomic like a
-// database transaction under the fence row's lock (the simulator runs one call at a time):
+// Per split the sink holds a fence row (the epoch it stands at, the sink's watermark), and per
+// record of the planned splits how many times it was written. A residual (dynamic splitting) has
+// a fence row of its own; its watermark counts from the first record of its range. Every operation
+// is one transaction, atomic like a database transaction under the fence row's lock (the simulator
+// runs one call at a time):
 //   open(epoch)            stored epoch <= epoch: raise it, return the watermark; else refused
 //   write(epoch, first, n) stored epoch == epoch and watermark == first: records first..first+n
 //                          written once more, watermark += n; else refused (newer epoch) or
@@ -30,6 +32,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +63,13 @@ struct SinkLane {
   bool refused = false;            // the sink refused: the lane is over (report it failed)
   std::uint64_t session = 0;       // SplitGranted::session
   std::string nonce;               // the member's session nonce when the split was granted
+  std::string split;               // the split's id: its fence row
+  std::size_t base = 0;            // the planned split whose records it writes ...
+  std::uint64_t lo = 0;            // ... from this one on (watermark 0)
+  // The lane's progress state (its end, once cut), written with every batch as a sink keeps its
+  // progress; an open that resumes at the sink's watermark hands back the state stored with it.
+  std::string state;
+  std::optional<std::string> resumed_state;
 };
 
 class SimSink {
@@ -75,11 +86,14 @@ class SimSink {
   // opens the sink if needed (then `next` may move up to the sink's watermark), settles an
   // unknown outcome, writes. Returns the lane's next record afterwards; `lane.refused` is set
   // when the fence refused (nothing written).
-  std::uint64_t emit(std::int32_t inc, std::size_t split, std::uint64_t epoch, SinkLane& lane,
-                     std::uint64_t next, std::uint64_t count);
+  std::uint64_t emit(std::int32_t inc, std::uint64_t epoch, SinkLane& lane, std::uint64_t next,
+                     std::uint64_t count);
+  // How far the lane's row may reach, counting writes whose outcome is not settled yet: a cut
+  // must lie at or beyond it.
+  std::uint64_t reach(const SinkLane& lane) const;
   // The lane's split failed after a refusal: `fenced` answers are expected; `durable` is a
   // violation (the sink was ahead of every grant, which this simulation never causes).
-  void on_refusal_answer(std::size_t split, std::uint64_t epoch, bool durable);
+  void on_refusal_answer(const std::string& split, std::uint64_t epoch, bool durable);
   // The end of a run: every completed split's records written exactly once.
   void check_final(const History& history);
   void count_lapsed_lane() { ++stats_.lapsed_lanes; }
@@ -88,24 +102,29 @@ class SimSink {
   struct Row {
     std::uint64_t epoch = 0;
     std::uint64_t watermark = 0;
-    std::vector<std::uint32_t> copies;  // per record
+    std::size_t base = 0;
+    std::uint64_t lo = 0;
+    std::string state;  // the progress state of the last batch
   };
   struct Late {
     VirtualNs at = 0;
     std::int32_t inc = -1;
-    std::size_t split = 0;
+    std::string split;
     std::uint64_t epoch = 0, first = 0, count = 0;
+    std::string state;
   };
 
   // A transaction's fate under the fault model: applied now, failed, dropped, or late.
   enum class Fate : std::uint8_t { apply, fail, drop, late, apply_unknown };
   Fate fate();
   void land_due();  // applies late writes whose time has come, in order
-  Status apply_open(std::size_t split, std::uint64_t epoch, std::uint64_t& watermark);
-  Status apply_write(std::int32_t inc, std::size_t split, std::uint64_t epoch, std::uint64_t first,
-                     std::uint64_t count, std::uint64_t& stored);
-  Status open(std::int32_t inc, std::size_t split, std::uint64_t epoch, std::uint64_t& watermark);
-  Status write(std::int32_t inc, std::size_t split, std::uint64_t epoch, std::uint64_t first,
+  Status apply_open(const SinkLane& lane, std::uint64_t epoch, std::uint64_t& watermark);
+  Status apply_write(std::int32_t inc, const std::string& split, std::uint64_t epoch,
+                     std::uint64_t first, std::uint64_t count, const std::string& state,
+                     std::uint64_t& stored);
+  Status open(std::int32_t inc, const SinkLane& lane, std::uint64_t epoch,
+              std::uint64_t& watermark);
+  Status write(std::int32_t inc, const SinkLane& lane, std::uint64_t epoch, std::uint64_t first,
                std::uint64_t count, std::uint64_t& stored);
   void note(std::int32_t inc, const std::string& what);
 
@@ -115,7 +134,8 @@ class SimSink {
   History& history_;
   Rng rng_;
   bool faults_on_ = true;
-  std::vector<Row> rows_;
+  std::map<std::string, Row> rows_;
+  std::vector<std::vector<std::uint32_t>> copies_;  // per planned split, per record
   std::vector<Late> late_;
   SinkStats stats_;
 };

@@ -47,9 +47,9 @@ const char* err_name(std::int64_t code) {
 }
 
 const char* call_name(std::int64_t c) {
-  static const char* const kCalls[] = {"commit", "complete", "fail", "release_drained",
-                                       "decline_revoke"};
-  return c >= 0 && c < 5 ? kCalls[c] : "?";
+  static const char* const kCalls[] = {"commit",          "complete",       "fail",
+                                       "release_drained", "decline_revoke", "split"};
+  return c >= 0 && c < 6 ? kCalls[c] : "?";
 }
 
 const char* outcome_name(std::int64_t o) {
@@ -60,8 +60,8 @@ const char* outcome_name(std::int64_t o) {
 const char* event_name(std::int64_t e) {
   static const char* const kEv[] = {
       "SplitGranted", "RevokeRequested", "SplitLost", "SplitQuarantined",
-      "AllComplete",  "Stalled",         "Fatal"};
-  return e >= 0 && e < 7 ? kEv[e] : "?";
+      "AllComplete",  "Stalled",         "Fatal",     "SplitRequested"};
+  return e >= 0 && e < 8 ? kEv[e] : "?";
 }
 }  // namespace
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -50,7 +51,14 @@ const char* phase_name(Phase p) {
   return "?";
 }
 
-enum class CallKind : std::int64_t { commit, complete, fail, release_drained, decline_revoke };
+enum class CallKind : std::int64_t {
+  commit,
+  complete,
+  fail,
+  release_drained,
+  decline_revoke,
+  split
+};
 
 enum FaultKind : std::size_t {
   kCrash,
@@ -64,13 +72,19 @@ enum FaultKind : std::size_t {
   kFaultKinds
 };
 
+// A lane reads records [lo, lo + count) of planned split `index`; next, durable and count are
+// relative to lo (its watermark counts records done).
 struct Lane {
   std::string id;
   std::size_t index = 0;
   std::uint64_t epoch = 0;
+  std::uint64_t lo = 0;
   std::uint64_t count = 0;
-  std::uint64_t next = 0;     // the next record to emit
-  std::uint64_t durable = 0;  // the last watermark the store acknowledged
+  std::uint64_t next = 0;            // the next record to emit
+  std::uint64_t durable = 0;         // the last watermark the store acknowledged
+  std::string state;                 // its progress state: its end (absolute), once it has been cut
+  std::optional<SplitResidual> cut;  // a cut not durable yet: landed before anything else
+  bool fail_cut = false;             // split() threw UsageError: the split must be failed
   bool poison = false;
   std::uint64_t poison_at = 0;
   enum class Mode : std::uint8_t { run, drain, wedged } mode = Mode::run;
@@ -105,7 +119,8 @@ struct Incarnation {
   bool saw_complete = false;
   bool saw_stalled = false;
   std::uint64_t nonces = 0;
-  int idle_spins = 0;  // consecutive steps that did nothing and asked to run again at once
+  int idle_spins = 0;          // consecutive steps that did nothing and asked to run again at once
+  bool crash_mid_cut = false;  // its crash point was armed by a cut (World::lane_action)
 };
 
 struct Slot {
@@ -194,6 +209,13 @@ class World final : public FleetView {
   void step(Incarnation& inc);
   void lane_action(Incarnation& inc, const std::string& id);
   CommitResult user_call(Incarnation& inc, CallKind kind, Lane& lane, std::uint64_t watermark);
+  // Dynamic splitting: the lane's answer to SplitRequested, and a durable cut's check.
+  void cut_lane(Incarnation& inc, Lane& lane, double keep);
+  void check_cut_durable(const Lane& lane);
+  // A granted split's range, from its descriptor and resume state; false (a finding) if wrong.
+  bool open_range(Incarnation& inc, const SplitGranted& g, Lane& lane);
+  // The lane resumed at the sink's watermark, with the state stored beside it (its end).
+  void adopt_sink_state(Incarnation& inc, Lane& lane, const std::string& state);
   // A lane of a process that checks its session: it may send only while that session is live in
   // the store (invariant 8). False (and the lane dropped) when the session may have lapsed.
   bool lane_may_write(Incarnation& inc, const std::string& id);
@@ -224,6 +246,7 @@ class World final : public FleetView {
   History history_;
   SimSink sink_{p_, time_, trace_, history_};  // the sink database, fenced by the epoch
   Rng sched_, faults_, source_, proc_;
+  Rng split_rng_{Rng::stream(p_.seed, 7)};  // the lanes' cuts (drawn only when splitting is on)
   bool faults_on_ = true;
   std::shared_ptr<MemoryStore> mem_ = std::make_shared<MemoryStore>();
   // The simulated operator writes straight into the shared store, reported as kOperatorInc.
@@ -405,7 +428,10 @@ void World::pump_all() {
 
 void World::after_call(Incarnation& inc) {
   const std::uint64_t call = call_;
-  if (inc.alive && inc.store->faults.crash_hit) {
+  if (inc.alive && inc.store->faults.crash_hit && inc.crash_mid_cut) {
+    ++stats_.cut_crashes;
+    crash(inc, "crash point reached mid-cut");
+  } else if (inc.alive && inc.store->faults.crash_hit) {
     const auto keys = history_.keys_in_call(call);
     bool plan = false, publish = false;
     for (const auto& k : keys) {
@@ -475,8 +501,8 @@ CommitResult World::user_call(Incarnation& inc, CallKind kind, Lane& lane,
   CommitResult r;
   const char* what = "?";
   // The lane's watermark counts records, as the split's weight does: it is also how much is done.
-  const SplitProgress progress{
-      watermark, {}, p_.faults.report_done ? std::optional(watermark) : std::nullopt};
+  const SplitProgress progress{watermark, lane.state,
+                               p_.faults.report_done ? std::optional(watermark) : std::nullopt};
   try {
     switch (kind) {
       case CallKind::commit:
@@ -500,14 +526,22 @@ CommitResult World::user_call(Incarnation& inc, CallKind kind, Lane& lane,
         inc.member->splits().decline_revoke(id, epoch);
         r = CommitResult{CommitStatus::durable, {}};
         break;
+      case CallKind::split:
+        what = "split";
+        r = inc.member->splits().split(id, progress, *lane.cut, epoch);
+        break;
     }
   } catch (const UsageError& e) {
     // The lane's watermark is what the runtime granted it. A runtime that reads stale records
     // (a store-contract violation the stale scenario injects on purpose) may grant below what it
     // later believes is durable; anywhere else this is a runtime bug.
-    if (inc.store->stale_served() > 0) {
+    // A residual the operator overwrote is "another residual" to a retried cut: the contract
+    // says fail the split then, as after any UsageError of split().
+    const bool damaged = kind == CallKind::split && history_.stats().operator_writes > 0;
+    if (inc.store->stale_served() > 0 || damaged) {
       // The lane keeps going (its later commits are higher) rather than abandoning a split the
-      // runtime still holds.
+      // runtime still holds; a cut that threw fails the split next.
+      lane.fail_cut = kind == CallKind::split;
       ++stats_.stale_anomalies;
       trace_.add(
           time_.now(), TraceKind::note, inc.id,
@@ -527,8 +561,11 @@ CommitResult World::user_call(Incarnation& inc, CallKind kind, Lane& lane,
       history_.on_fenced(call_, id);
     } else if (r.durable()) {
       std::optional<std::pair<std::string, std::string>> owner;
-      if (kind == CallKind::commit) owner = std::make_pair(inc.instance, inc.member->nonce());
+      if (kind == CallKind::commit || kind == CallKind::split) {
+        owner = std::make_pair(inc.instance, inc.member->nonce());
+      }
       history_.on_durable(call_, id, epoch, watermark, what, owner, inc.store->stale_served() == 0);
+      if (kind == CallKind::split && inc.store->stale_served() == 0) check_cut_durable(lane);
     }
   }
   return r;
@@ -562,6 +599,29 @@ void World::lane_action(Incarnation& inc, const std::string& id) {
     }
     after_call(inc);
   };
+  // A cut that threw is failed, and a cut not yet durable lands before any other commit (the
+  // MemberApi::split contract): a commit carrying the new end without the residual loses rows.
+  if (lane.mode != Lane::Mode::wedged && lane.fail_cut) {
+    finish(user_call(inc, CallKind::fail, lane, lane.durable), true);
+    return;
+  }
+  if (lane.mode != Lane::Mode::wedged && lane.cut) {
+    // Sometimes the process dies a few store operations into the cut: before the residual's
+    // record, before the parent's CAS, or with the CAS landed.
+    if (faults_on_ && p_.faults.crash_per_s > 0 && inc.store->faults.crash_after == 0 &&
+        split_rng_.chance(0.1)) {
+      inc.store->faults.crash_after = split_rng_.range(1, 3);
+      inc.crash_mid_cut = true;
+    }
+    const std::uint64_t wm = lane.next;
+    CommitResult r = user_call(inc, CallKind::split, lane, wm);
+    if (r.durable()) {
+      lane.durable = wm;
+      lane.cut.reset();
+    }
+    finish(r, false);
+    return;
+  }
   switch (lane.mode) {
     case Lane::Mode::wedged:
       lane.next_at = kNever;
@@ -597,10 +657,10 @@ void World::lane_action(Incarnation& inc, const std::string& id) {
   // The sink's fence stands at a newer epoch: report the split failed at once, as the Driver
   // does. The coordination store must answer fenced (a newer owner exists).
   auto report_refusal = [&] {
-    const std::size_t index = lane.index;
+    const std::string split = lane.id;
     const std::uint64_t epoch = lane.epoch;
     const CommitResult r = user_call(inc, CallKind::fail, lane, lane.durable);
-    sink_.on_refusal_answer(index, epoch, r.durable());
+    sink_.on_refusal_answer(split, epoch, r.durable());
     finish(r, true);
   };
   if (lane.sink.refused) {
@@ -629,7 +689,11 @@ void World::lane_action(Incarnation& inc, const std::string& id) {
                                    "the store",
                                    names_[inc.id], lane.id, lane.sink.nonce));
     }
-    lane.next = sink_.emit(inc.id, lane.index, lane.epoch, lane.sink, lane.next, k);
+    lane.sink.state = lane.state;
+    lane.next = sink_.emit(inc.id, lane.epoch, lane.sink, lane.next, k);
+    if (auto state = std::exchange(lane.sink.resumed_state, std::nullopt)) {
+      adopt_sink_state(inc, lane, *state);
+    }
     if (lane.sink.refused) {
       report_refusal();
       return;
@@ -654,6 +718,91 @@ void World::lane_action(Incarnation& inc, const std::string& id) {
   lane.next_at = now + lane_pause(inc);
 }
 
+// The lane's records: a planned split's descriptor is its record count, a residual's its range
+// (History::residual_descriptor); a resume state names the end a cut gave it.
+bool World::open_range(Incarnation& inc, const SplitGranted& g, Lane& lane) {
+  std::uint64_t hi = 0;
+  if (auto r = History::parse_residual(g.spec.descriptor)) {
+    lane.lo = r->lo;
+    hi = r->hi;
+  } else {
+    hi = std::stoull(g.spec.descriptor);
+  }
+  std::uint64_t end = hi;
+  if (!g.progress.state.empty()) end = std::stoull(g.progress.state);
+  if (end < lane.lo + g.progress.watermark || end > hi) {
+    history_.fail(3,
+                  fmt::format("{} was granted split {} at watermark {} with end {} outside its "
+                              "range {}..{}",
+                              names_[inc.id], g.spec.id, g.progress.watermark, end, lane.lo, hi));
+    return false;
+  }
+  lane.count = end - lane.lo;
+  lane.state = g.progress.state;
+  return true;
+}
+
+void World::adopt_sink_state(Incarnation& inc, Lane& lane, const std::string& state) {
+  if (state.empty() || state == lane.state) return;
+  const std::uint64_t end = std::stoull(state);
+  if (end < lane.lo + lane.next || end > lane.lo + lane.count) {
+    history_.fail(
+        7, fmt::format("{} resumed split {} at the sink's watermark {} with end {} "
+                       "outside its range {}..{}",
+                       names_[inc.id], lane.id, lane.next, end, lane.lo, lane.lo + lane.count));
+    return;
+  }
+  lane.state = state;
+  lane.count = end - lane.lo;
+  lane.poison_at = std::min(lane.poison_at, lane.count);
+}
+
+// Asked to split: refuse at random (or when the lane cannot: not running, a cut under way, the
+// sink not opened yet), else cut at a random record at or after `keep` of what is left and
+// beyond whatever may reach the sink, and end there. The cut lands at the lane's next action.
+void World::cut_lane(Incarnation& inc, Lane& lane, double keep) {
+  const std::uint64_t left = lane.count - std::min(lane.count, lane.next);
+  const auto kept = static_cast<std::uint64_t>(std::ceil(keep * static_cast<double>(left)));
+  const std::uint64_t from =
+      std::max({lane.next + std::max<std::uint64_t>(kept, 1), sink_.reach(lane.sink), lane.next});
+  const bool can = lane.mode == Lane::Mode::run && !lane.cut && !lane.fail_cut &&
+                   lane.sink.opened && !lane.sink.refused && from < lane.count;
+  if (!can || split_rng_.chance(p_.faults.split_refuse)) {
+    ++stats_.cuts_refused;
+    return;
+  }
+  // Test-only (unsafe_cut): give away the last record emitted; invariant 3 must catch it.
+  const bool unsafe = p_.faults.unsafe_cut_below_emitted && lane.next > 0;
+  const auto at =
+      unsafe ? lane.next - 1
+             : static_cast<std::uint64_t>(split_rng_.range(
+                   static_cast<std::int64_t>(from), static_cast<std::int64_t>(lane.count - 1)));
+  lane.cut =
+      SplitResidual{History::residual_descriptor({lane.index, lane.lo + at, lane.lo + lane.count}),
+                    lane.count - at};
+  lane.count = at;
+  lane.state = std::to_string(lane.lo + at);
+  lane.poison_at = std::min(lane.poison_at, at);  // a poison lane still fails before its end
+  lane.next_at = std::min(lane.next_at, time_.now() + split_rng_.range(0, 50 * kNsPerMs));
+  ++stats_.cuts_made;
+  trace_.add(time_.now(), TraceKind::note, inc.id,
+             fmt::format("lane of {} cuts at {} (next {}): residual '{}'", lane.id, lane.lo + at,
+                         lane.lo + lane.next, lane.cut->descriptor));
+}
+
+// `durable` for a cut: the parent's record names a residual that starts at the lane's new end.
+void World::check_cut_durable(const Lane& lane) {
+  const SplitTruth& t = history_.splits().at(lane.id);
+  const auto c = t.rec.children.empty() ? history_.splits().end()
+                                        : history_.splits().find(t.rec.children.back());
+  if (c == history_.splits().end() || c->second.lo != lane.lo + lane.count) {
+    history_.fail(2,
+                  fmt::format("split() of {} returned 'durable' but its record names no residual "
+                              "from {}",
+                              lane.id, lane.lo + lane.count));
+  }
+}
+
 void World::handle_event(Incarnation& inc, const Event& e) {
   const VirtualNs now = time_.now();
   if (const auto* g = std::get_if<SplitGranted>(&e)) {
@@ -675,8 +824,10 @@ void World::handle_event(Incarnation& inc, const Event& e) {
                                    names_[inc.id], g->spec.id));
     }
     const SplitTruth& t = history_.splits().at(g->spec.id);
-    if (g->spec.weight != p_.records[idx] ||
-        g->spec.descriptor != std::to_string(p_.records[idx])) {
+    const std::string descriptor = t.parent.empty()
+                                       ? std::to_string(p_.records[idx])
+                                       : History::residual_descriptor({idx, t.lo, t.hi});
+    if (g->spec.weight != t.hi - t.lo || g->spec.descriptor != descriptor) {
       history_.fail(
           1, fmt::format("{} was granted split {} with a wrong spec", names_[inc.id], g->spec.id));
     }
@@ -699,10 +850,13 @@ void World::handle_event(Incarnation& inc, const Event& e) {
     lane.id = g->spec.id;
     lane.index = idx;
     lane.epoch = g->epoch;
-    lane.count = p_.records[idx];
+    if (!open_range(inc, *g, lane)) return;
     lane.next = lane.durable = g->progress.watermark;
     lane.sink.session = g->session;
     lane.sink.nonce = inc.member->nonce();
+    lane.sink.split = lane.id;
+    lane.sink.base = idx;
+    lane.sink.lo = lane.lo;
     lane.poison = p_.poison.count(idx) > 0;
     lane.poison_at = lane.count == 0 ? 0 : source_.below(lane.count);
     lane.next_at = now + lane_pause(inc);
@@ -748,6 +902,15 @@ void World::handle_event(Incarnation& inc, const Event& e) {
     trace_.add(now, TraceKind::event, inc.id, {}, 5);
     inc.saw_stalled = true;
     history_.on_verdict_event(inc.id, false);
+  } else if (const auto* ask = std::get_if<SplitRequested>(&e)) {
+    if (!p_.split) return;  // the lanes ignore requests (ignoring is always safe)
+    trace_.add(now, TraceKind::event, inc.id, ask->split_id, 7,
+               static_cast<std::int64_t>(ask->epoch));
+    ++stats_.split_requests;
+    auto it = inc.lanes.find(ask->split_id);
+    if (it != inc.lanes.end() && it->second.epoch == ask->epoch) {
+      cut_lane(inc, it->second, ask->keep);
+    }
   } else if (const auto* f = std::get_if<Fatal>(&e)) {
     trace_.add(now, TraceKind::event, inc.id, f->message, 6);
     ++stats_.fatal;
@@ -760,9 +923,10 @@ void World::handle_event(Incarnation& inc, const Event& e) {
 
 std::uint64_t World::done_ppm() const {
   std::uint64_t total = 0, done = 0;
+  for (std::uint64_t n : p_.records) total += n;
   for (const auto& [id, t] : history_.splits()) {
-    const std::uint64_t count = p_.records[history_.split_index(id)];
-    total += count;
+    if (!t.parent.empty() && (!t.exists || !history_.job_split(t))) continue;
+    const std::uint64_t count = history_.length(t);
     done += t.rec.status == core::SplitStatus::completed
                 ? count
                 : std::min(count, t.rec.progress.watermark);
@@ -1043,6 +1207,22 @@ bool World::completed(std::string& why) {
     }
     any_quarantined |= t.rec.status == core::SplitStatus::quarantined;
   }
+  // Residuals their parents name are splits of the job like the planned ones. The planner does
+  // not list them, so a damaged spec of one cannot be rewritten: parked, it stalls the job.
+  for (const auto& [id, t] : history_.splits()) {
+    if (t.parent.empty() || !history_.job_split(t)) continue;
+    if (!t.exists || t.rec.status == core::SplitStatus::runnable ||
+        t.rec.status == core::SplitStatus::pending) {
+      why = fmt::format("residual {} is {}", id,
+                        t.exists ? core::to_string(t.rec.status) : "named but has no record");
+      return false;
+    }
+    if (p_.poison.count(t.index) && t.rec.status != core::SplitStatus::quarantined) {
+      why = fmt::format("residual {} of a poison split completed", id);
+      return false;
+    }
+    any_quarantined |= t.rec.status == core::SplitStatus::quarantined;
+  }
   if (p_.shape != PlanShape::open_grows_forever) {
     const auto& plan = history_.plan();
     const core::Verdict want = any_quarantined ? core::Verdict::stalled : core::Verdict::complete;
@@ -1128,13 +1308,23 @@ std::string World::dump() const {
   for (const auto& [id, t] : history_.splits()) {
     if (t.exists && t.rec.status == core::SplitStatus::runnable) ids.push_back(id);
   }
+  std::vector<std::string> residuals;
+  for (const auto& [id, t] : history_.splits()) {
+    if (!t.parent.empty()) {
+      residuals.push_back(fmt::format("  residual {}: records {}..{} {} {}\n", id, t.lo, t.hi,
+                                      t.exists ? core::to_string(t.rec.status) : "absent",
+                                      history_.job_split(t) ? "named" : "unnamed"));
+    }
+  }
+  std::sort(residuals.begin(), residuals.end());
+  for (const auto& r : residuals) out += r;
   std::sort(ids.begin(), ids.end());
   for (const auto& id : ids) {
     const SplitTruth& t = history_.splits().at(id);
     auto l = history_.leases().find(id);
     out += fmt::format(
         "  split.{}: epoch {} owner {} attempts {} watermark {}/{} lease {}\n", id, t.rec.epoch,
-        t.rec.owner.value_or("-"), t.rec.attempts, t.rec.progress.watermark, t.emitted.size(),
+        t.rec.owner.value_or("-"), t.rec.attempts, t.rec.progress.watermark, history_.length(t),
         l == history_.leases().end() ? "-" : l->second.owner + "/" + l->second.nonce);
   }
   return out;
@@ -1245,7 +1435,10 @@ RunResult World::run() {
     }
   }
 
-  if (phase_ == Phase::done && !history_.violation()) sink_.check_final(history_);
+  if (phase_ == Phase::done && !history_.violation()) {
+    sink_.check_final(history_);
+    history_.check_final();
+  }
   RunResult r;
   r.params = p_;
   r.violation = history_.violation();

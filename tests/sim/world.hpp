@@ -52,8 +52,11 @@ struct RunStats {
   std::uint64_t revokes_nearly_done = 0;  // revocations of a split 90 % done (durable)
   std::uint64_t revokes_late_to_faster = 0;  // of revokes_late: next granted to a faster member
   std::uint64_t stale_anomalies = 0;         // UsageErrors the runtime raised after stale reads
-  VirtualNs converged_after = -1;            // from the end of the fault phase
-  VirtualNs completed_after = -1;            // from the start of the completion phase
+  // Dynamic splitting: requests the lanes got, cuts they refused (at random, or unable) and made.
+  std::uint64_t split_requests = 0, cuts_refused = 0, cuts_made = 0;
+  std::uint64_t cut_crashes = 0;   // processes that died at a crash point a cut armed
+  VirtualNs converged_after = -1;  // from the end of the fault phase
+  VirtualNs completed_after = -1;  // from the start of the completion phase
 };
 
 struct RunResult {
