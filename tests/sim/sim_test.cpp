@@ -812,10 +812,11 @@ TEST(SimStoreTest, SlowKeyWatchKeepsPerKeyOrderOfItsKeysOnly) {
     rig.time.advance_to(rig.time.now() + kNsPerMs);
     const char* k = keys[i % 3];
     auto cur = rig.mem->get(k);
+    const std::string value = fmt::format("x{}", i);  // ("x" + to_string: GCC 12 -O3 -Wrestrict)
     if (cur) {
-      rig.mem->update(k, "x" + std::to_string(i), cur->revision);
+      rig.mem->update(k, value, cur->revision);
     } else {
-      rig.mem->create(k, "x" + std::to_string(i));
+      rig.mem->create(k, value);
     }
     rig.store.pump();
   }
