@@ -72,9 +72,10 @@ struct CoordinatorConfig {
   // split_request_timeout is taken as declined, and not repeated in that tenancy. Bounds: no
   // residual (nor what its parent keeps) below min_residual_weight (0: 1/8 of the job's mean
   // planned split weight, at least 1), at most max_children_per_split residuals cut from one
-  // split (1..64) and max_dynamic_splits in the job. Every member of the job must run a release
-  // that reads residuals' records (this one or later) before it is turned on.
-  bool dynamic_splitting = true;
+  // split (1..64) and max_dynamic_splits in the job. Off by default: members of an older release
+  // cannot read residuals' records nor assignment records carrying requests, so turn it on once
+  // every member of the job runs this release or later.
+  bool dynamic_splitting = false;
   std::uint64_t min_residual_weight = 0;
   std::uint32_t max_children_per_split = 16;
   std::uint64_t max_dynamic_splits = 1024;

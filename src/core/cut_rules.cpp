@@ -93,6 +93,8 @@ ChildFate pending_child_fate(const SplitRecord& child, const SplitRecord* parent
     return ChildFate::wait;
   }
   if (names_child(*parent, child.id)) return ChildFate::flip;
+  // A parent older than the cut is a view that has not seen the cutter's claim yet.
+  if (parent->epoch < child.cut_from->epoch) return ChildFate::wait;
   // The tenancy that cut it is live only while the parent is runnable at that epoch with an owner.
   const bool cutter_live = parent->status == SplitStatus::runnable &&
                            parent->epoch == child.cut_from->epoch && parent->owner.has_value();

@@ -222,7 +222,7 @@ void Driver::Impl::on_revoke(const RevokeRequested& r) {
 }
 
 // The lane's next turn asks it to cut (lane_turn.cpp); a request for another tenancy, or for a
-// split with no lane, is ignored (the leader asks again if it still matters).
+// split with no lane, is ignored (the leader drops it after split_request_timeout).
 void Driver::Impl::on_split_requested(const SplitRequested& r) {
   SlotPtr s = newest_live_slot(r.split_id);
   if (!s || s->grant.epoch != r.epoch || phase_ != Phase::running) return;

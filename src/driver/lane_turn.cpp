@@ -86,10 +86,17 @@ Driver::Impl::Turn Driver::Impl::turn(Slot& s) {
 // --- run ----------------------------------------------------------------------------------------
 
 std::optional<Driver::Impl::Turn> Driver::Impl::run_lane(Slot& s, const TurnStart& t) {
-  if (t.drain || t.shutdown) return drain_lane(s, t);
-  if (t.split_keep && !s.pending_cut) {
+  // A cut not yet durable lands before anything else, a drain included: a drain that flushes
+  // may write the lane's new end to its sink.
+  if (!t.drain && !t.shutdown && t.split_keep && !s.pending_cut) {
     if (auto r = cut_lane(s, *t.split_keep)) return r;
   }
+  if (s.pending_cut) {
+    if (auto r = commit_due(s, t)) return r;
+    if (s.work != Slot::Work::run) return std::nullopt;
+    if (s.pending_cut) return retry_later(s, t.now);
+  }
+  if (t.drain || t.shutdown) return drain_lane(s, t);
   if (s.pending_cut || t.now >= s.next_commit_at) {
     if (auto r = commit_due(s, t)) return r;
     if (s.work != Slot::Work::run) return std::nullopt;  // the commit failed the lane

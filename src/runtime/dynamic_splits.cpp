@@ -87,6 +87,20 @@ bool Leadership::flip_residual(const std::string& id, const SplitView& v) {
 // which is an orphan still and is deleted next time (a spec without a record would be listed
 // as a split whose record is missing, and rebuilt).
 void Leadership::delete_orphan(const std::string& id, const SplitView& v) {
+  // The view may be behind the store: the parent as it is now must say orphan too.
+  const std::string pkey = core::split_key(v.rec.cut_from->split);
+  auto parent_now = ctx_.store.get(pkey);
+  auto parent_seen = leader_views_.splits().find(v.rec.cut_from->split);
+  if (!parent_now || parent_seen == leader_views_.splits().end() ||
+      parent_now->revision < parent_seen->second.rev) {
+    return;  // gone, or a stale read: the next step looks again
+  }
+  try {
+    const core::SplitRecord p = core::decode_split(pkey, parent_now->value);
+    if (core::pending_child_fate(v.rec, &p) != core::ChildFate::orphan) return;
+  } catch (const core::RecordError&) {
+    return;  // damaged: healing first
+  }
   const std::string skey = core::spec_key(id);
   if (auto spec = ctx_.store.get(skey)) {
     if (!ctx_.store.erase(skey, spec->revision).ok) return;

@@ -172,7 +172,13 @@ bool Leadership::heal_split(const std::string& id, Damage& d) {
 // a lane resumed from the sink's progress (SinkFence) finds it there.
 std::vector<std::string> Leadership::named_residuals_of(const std::string& id) const {
   std::vector<std::pair<std::pair<std::uint64_t, std::uint64_t>, std::string>> found;
-  for (const auto& [child, v] : leader_views_.splits()) {
+  std::vector<std::pair<std::string, const SplitView*>> candidates;
+  for (const auto& [child, v] : leader_views_.splits()) candidates.emplace_back(child, &v);
+  // Pending ones too: one may be named already (its flip not seen), and naming one that was not
+  // costs a replay of its rows, where dropping a named one would lose them.
+  for (const auto& [child, v] : leader_views_.pending()) candidates.emplace_back(child, &v);
+  for (const auto& [child, vp] : candidates) {
+    const SplitView& v = *vp;
     if (!v.rec.cut_from || v.rec.cut_from->split != id) continue;
     const std::size_t dot = child.rfind('.');
     std::uint64_t n = 0;

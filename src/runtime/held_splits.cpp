@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/claim_rules.hpp"
 #include "core/cut_rules.hpp"
 #include "core/keys.hpp"
@@ -332,10 +334,10 @@ std::optional<CommitResult> HeldSplits::tenancy_over(const Held& h, std::uint64_
       fmt::format("split '{}' is held in epoch {}, not in epoch {}", h.id, h.epoch, epoch)};
 }
 
-CommitResult HeldSplits::write_record(Held& h, const core::SplitRecord& next, const char* what) {
+CommitResult HeldSplits::write_record(Held& h, core::SplitRecord next, const char* what) {
   const std::string key = core::split_key(h.id);
-  const std::string bytes = core::encode(next);
   for (int attempt = 0; attempt < kCasAttempts; ++attempt) {
+    const std::string bytes = core::encode(next);
     WriteResult r;
     try {
       r = ctx_.store.update(key, bytes, h.record_rev);
@@ -361,7 +363,7 @@ CommitResult HeldSplits::write_record(Held& h, const core::SplitRecord& next, co
 }
 
 // A CAS lost, or its outcome is unknown: what the store holds now decides.
-std::optional<CommitResult> HeldSplits::resolve_conflict(Held& h, const core::SplitRecord& next,
+std::optional<CommitResult> HeldSplits::resolve_conflict(Held& h, core::SplitRecord& next,
                                                          const char* what) {
   const std::string key = core::split_key(h.id);
   std::optional<Entry> cur;
@@ -410,7 +412,20 @@ std::optional<CommitResult> HeldSplits::resolve_conflict(Held& h, const core::Sp
     return CommitResult{CommitStatus::fenced, "another member owns a newer epoch"};
   }
   h.record_rev = cur->revision;  // our own earlier write moved it; retry on top of it
-  if (seen.progress.watermark > next.progress.watermark) {
+  // A cut of ours landed unseen (its outcome was unknown): whatever this write is, it keeps the
+  // residuals the cut named, their weight and the progress that carries the new end.
+  const bool cut_unseen =
+      seen.children.size() > next.children.size() &&
+      std::equal(next.children.begin(), next.children.end(), seen.children.begin());
+  if (cut_unseen) {
+    next.children = seen.children;
+    next.weight = seen.weight;
+    if (seen.progress.watermark >= next.progress.watermark) next.progress = seen.progress;
+  }
+  const bool names_ours =
+      std::all_of(next.children.begin(), next.children.end(),
+                  [&](const std::string& c) { return core::names_child(seen, c); });
+  if (seen.progress.watermark > next.progress.watermark && names_ours) {
     h.record = seen;
     return CommitResult{CommitStatus::durable, "a later commit of ours already landed"};
   }

@@ -142,12 +142,13 @@ class HeldSplits {
   // Why a call may not write for the caller's tenancy (released, lost, or another epoch).
   static std::optional<CommitResult> tenancy_over(const Held& h, std::uint64_t epoch)
       ETLC_REQUIRES(h.io);
-  CommitResult write_record(Held& h, const core::SplitRecord& next, const char* what)
-      ETLC_REQUIRES(h.io);
+  CommitResult write_record(Held& h, core::SplitRecord next, const char* what) ETLC_REQUIRES(h.io);
   // The outcome of a CAS that lost or had an unknown outcome, from a re-read. nullopt: retry
   // on top of the revision now in h.
-  std::optional<CommitResult> resolve_conflict(Held& h, const core::SplitRecord& next,
-                                               const char* what) ETLC_REQUIRES(h.io);
+  // `next` keeps what an earlier write of this tenancy (a cut) added, when the retry is built on
+  // the record before it.
+  std::optional<CommitResult> resolve_conflict(Held& h, core::SplitRecord& next, const char* what)
+      ETLC_REQUIRES(h.io);
   void erase_lease(const Held& h) ETLC_EXCLUDES(mu_);
   void erase_lease_at(const std::string& id, Revision rev) ETLC_EXCLUDES(mu_);
   void push_locked(Event e) ETLC_REQUIRES(mu_);

@@ -53,19 +53,29 @@ bool LeaderViews::drain(TimePoint now, bool& more) {
 }
 
 std::uint64_t LeaderViews::known_split_count() const {
-  std::uint64_t n = splits_.size();
-  for (const auto& [id, d] : split_damage_) n += splits_.count(id) ? 0 : 1;
-  return n + named_pending();
+  const std::set<std::string> named = named_not_runnable();
+  std::uint64_t n = splits_.size() + named.size();
+  for (const auto& [id, d] : split_damage_) n += splits_.count(id) || named.count(id) ? 0 : 1;
+  return n;
+}
+
+// Every residual a parent in the view names that is not among the job's splits yet: pending,
+// damaged, or not even seen (the store orders events per key only, so a parent's cut may arrive
+// before its residual's record).
+std::set<std::string> LeaderViews::named_not_runnable() const {
+  std::set<std::string> out;
+  for (const std::string& p : parents_) {
+    auto it = splits_.find(p);
+    if (it == splits_.end()) continue;
+    for (const std::string& c : it->second.rec.children) {
+      if (!splits_.count(c)) out.insert(c);
+    }
+  }
+  return out;
 }
 
 std::uint64_t LeaderViews::named_pending() const {
-  std::uint64_t n = 0;
-  for (const auto& [id, v] : pending_) {
-    if (!v.rec.cut_from) continue;
-    auto parent = splits_.find(v.rec.cut_from->split);
-    if (parent != splits_.end() && core::names_child(parent->second.rec, id)) ++n;
-  }
-  return n;
+  return named_not_runnable().size();
 }
 
 void LeaderViews::count(const core::SplitRecord& r, bool add) {

@@ -62,6 +62,7 @@ class LeaderViews {
   // Pending residuals their parent's record already names: splits of the job, though not yet
   // runnable (the tallies count them, so the job cannot complete before they do).
   std::uint64_t named_pending() const;
+  std::set<std::string> named_not_runnable() const;
   // Splits in the view whose records name residuals (at most max_dynamic_splits of them).
   const std::set<std::string>& parents() const { return parents_; }
   // Residuals in the view: records with cut_from, pending ones included.

@@ -149,6 +149,12 @@ TEST(CutRules, APendingChildIsMadeRunnableOnlyOnceNamedAndDeletedOnlyOnceItCanno
   SplitRecord moved = parent;
   moved.epoch = 5;
   EXPECT_EQ(pending_child_fate(child, &moved), ChildFate::orphan);
+  SplitRecord behind = parent;  // a view that has not seen the cutter's claim yet
+  behind.epoch = 3;
+  behind.owner = "old";
+  EXPECT_EQ(pending_child_fate(child, &behind), ChildFate::wait);
+  behind.owner.reset();
+  EXPECT_EQ(pending_child_fate(child, &behind), ChildFate::wait);
   SplitRecord released = parent;
   released.owner.reset();
   EXPECT_EQ(pending_child_fate(child, &released), ChildFate::orphan);

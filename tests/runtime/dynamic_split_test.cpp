@@ -16,6 +16,7 @@ using std::chrono::milliseconds;
 
 void one_lane(CoordinatorConfig& c) {
   c.max_in_flight = 1;
+  c.dynamic_splitting = true;
 }
 
 std::optional<core::SplitRecord> split_record(Fleet& fleet, const std::string& id) {
@@ -211,7 +212,10 @@ TEST(DynamicSplit, a_residual_rebuilt_from_its_spec_is_pending_until_its_parent_
       core::encode(core::pending_child(child, 500, core::SplitOrigin{"s000", epoch}))));
   fleet.crash("a");
   garble(fleet, core::split_key(child));
-  Node& b = fleet.add("b", [](CoordinatorConfig& c) { c.max_in_flight = 2; });
+  Node& b = fleet.add("b", [](CoordinatorConfig& c) {
+    c.max_in_flight = 2;
+    c.dynamic_splitting = true;
+  });
   ASSERT_TRUE(fleet.run_until([&] { return b.held().count("s000") > 0; }, 30s));
   ASSERT_TRUE(fleet.run_until([&] { return !fleet.mem->get(core::split_key(child)); }, 20s));
   EXPECT_EQ(b.ever_granted.count(child), 0u) << "a residual nobody names was claimable";
@@ -244,7 +248,10 @@ TEST(DynamicSplit, a_record_deleted_while_no_leader_watched_is_rebuilt_in_a_job_
   fleet.crash("a");
   fleet.crash("b");
   erase_record(fleet, core::split_key("s001"));  // never completed
-  Node& c = fleet.add("c", [](CoordinatorConfig& cfg) { cfg.max_in_flight = 4; });
+  Node& c = fleet.add("c", [](CoordinatorConfig& cfg) {
+    cfg.max_in_flight = 4;
+    cfg.dynamic_splitting = true;
+  });
   ASSERT_TRUE(fleet.run_until(
       [&] {
         complete_held(fleet);
@@ -298,6 +305,7 @@ TEST(DynamicSplit, an_unanswered_request_is_taken_as_declined_and_not_repeated) 
   Fleet fleet(std::make_shared<TestPlanner>(make_splits(2, 1000)));
   auto tweak = [](CoordinatorConfig& c) {
     c.max_in_flight = 1;
+    c.dynamic_splitting = true;
     c.split_request_timeout = milliseconds(4000);
   };
   Node& a = fleet.add("a", tweak);

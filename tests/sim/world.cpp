@@ -308,6 +308,7 @@ Incarnation& World::spawn(std::size_t slot, const std::string& instance, Virtual
   c.lease_duration = std::chrono::milliseconds(p_.lease_ms);
   c.op_timeout = std::chrono::milliseconds(p_.op_timeout_ms);
   c.max_in_flight = slots_[slot].max_in_flight;
+  c.dynamic_splitting = true;  // asked always; p_.split decides whether lanes cut
   c.rebalance_delay = std::chrono::milliseconds(p_.rebalance_delay_ms);
   c.drain_deadline = std::chrono::milliseconds(p_.drain_deadline_ms);
   c.max_attempts = p_.max_attempts;
