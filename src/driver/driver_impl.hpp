@@ -96,6 +96,7 @@ struct Driver::Impl {
   std::optional<Turn> commit_due(Slot& slot, const TurnStart& t) ETLC_EXCLUDES(mu_);
   std::optional<Turn> step_lane(Slot& slot) ETLC_EXCLUDES(mu_);
   std::optional<Turn> complete_split(Slot& slot, const TurnStart& t) ETLC_EXCLUDES(mu_);
+  std::optional<Turn> not_done(Slot& slot, Outcome o, Clock::time_point now) ETLC_EXCLUDES(mu_);
   std::optional<Turn> fail_split(Slot& slot, const TurnStart& t) ETLC_EXCLUDES(mu_);
   std::optional<Turn> commit_final(Slot& slot, const TurnStart& t) ETLC_EXCLUDES(mu_);
   std::optional<Turn> release_split(Slot& slot, const TurnStart& t) ETLC_EXCLUDES(mu_);

@@ -221,33 +221,25 @@ std::optional<Driver::Impl::Turn> Driver::Impl::complete_split(Slot& s, const Tu
                           s.final_progress.watermark, s.committed.watermark));
     return std::nullopt;
   }
-  if (s.pending_cut) {  // the residual must be a split before the completion ends this one
-    switch (commit_progress(s, s.final_progress)) {
-      case Outcome::done:
-        break;
-      case Outcome::lost:
-        return close_slot(s, LaneEnd::lost);
-      case Outcome::retry:
-        return retry_later(s, t.now);
-      case Outcome::invalid:
-        s.work = Slot::Work::fail;
-        return std::nullopt;
-    }
+  // The residual must be a split before the completion ends this one.
+  if (s.pending_cut) {
+    const Outcome cut = commit_progress(s, s.final_progress);
+    if (cut != Outcome::done) return not_done(s, cut, t.now);
   }
   const Outcome o = fenced_call(
       s, "complete", [&] { return member_->complete(s.id(), s.final_progress, s.grant.epoch); });
-  switch (o) {
-    case Outcome::done:
-      forget_durable(s.id());
-      return close_slot(s, LaneEnd::completed);
-    case Outcome::lost:
-      return close_slot(s, LaneEnd::lost);
-    case Outcome::retry:
-      return retry_later(s, t.now);
-    case Outcome::invalid:
-      s.work = Slot::Work::fail;
-      return std::nullopt;
-  }
+  if (o != Outcome::done) return not_done(s, o, t.now);
+  forget_durable(s.id());
+  return close_slot(s, LaneEnd::completed);
+}
+
+// A completion's fenced call (the cut before it, or the completion) that did not land: lost
+// closes the lane, retry waits for the backoff, invalid fails the split.
+std::optional<Driver::Impl::Turn> Driver::Impl::not_done(Slot& s, Outcome o,
+                                                         Clock::time_point now) {
+  if (o == Outcome::lost) return close_slot(s, LaneEnd::lost);
+  if (o == Outcome::retry) return retry_later(s, now);
+  s.work = Slot::Work::fail;
   return std::nullopt;
 }
 
