@@ -84,6 +84,7 @@ ClaimPlan plan_claim(const SplitRecord& record, const ClaimFacts& facts) {
     return p;
   }
   if (d.refusal != ClaimRefusal::none && d.refusal != ClaimRefusal::already_held) return p;
+  if (d.kind == ClaimKind::takeover && facts.owner_session_unsure) return p;  // skip: ask again
   const bool waived = (d.kind == ClaimKind::reclaim && facts.owner_nonce_benign) ||
                       (d.kind == ClaimKind::takeover && facts.owner_session_live);
   if (waived) {

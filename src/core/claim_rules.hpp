@@ -100,6 +100,11 @@ struct ClaimFacts {
   // holds no lease, so it released the split or never held it (its claim CAS landed late). Not a
   // crash either (sim bugs 7 and 11: view and read must agree).
   bool owner_session_live = false;
+  // The view and a point read disagree about that session (one is behind: a watch that lags, a
+  // stale replica, a session renewed under a new nonce). A takeover waits until they agree:
+  // judged now it could consume an attempt from a live owner or waive one for a dead owner (sim
+  // chaos 6848: a stale read of the owner's session before its new nonce quarantined its split).
+  bool owner_session_unsure = false;
   // spec.{id} cannot be used (unreadable, or missing for two leases): what is wrong with it.
   std::optional<std::string> spec_problem;
 };
@@ -121,7 +126,7 @@ struct ClaimPlan {
 
 // Applies decide_claim (with no lease: phase 1 settled it), then the waivers (a benign reclaim or
 // a live owner consume no attempt and cannot quarantine), then the spec: a split whose spec is
-// unusable is parked rather than claimed.
+// unusable is parked rather than claimed. A takeover whose owner's session is unsure is skipped.
 ClaimPlan plan_claim(const SplitRecord& record, const ClaimFacts& facts);
 
 // The owner's own fail() (the source reported the split unprocessable): one attempt consumed,

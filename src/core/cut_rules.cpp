@@ -59,6 +59,24 @@ SplitRecord rebuild_residual(const SplitSpec& spec, const SplitOrigin& origin, s
   return r;
 }
 
+std::size_t apply_cuts(SplitRecord& rebuilt, const std::vector<CutSeen>& cuts) {
+  std::size_t unusable = 0;
+  const SplitProgress* resume = nullptr;
+  for (const CutSeen& c : cuts) {
+    rebuilt.children.push_back(c.child);
+    if (!c.spec || !c.spec->parent_progress) {
+      ++unusable;
+      continue;
+    }
+    unusable = 0;
+    resume = &*c.spec->parent_progress;
+    const std::uint64_t w = c.spec->spec.weight;
+    rebuilt.weight = rebuilt.weight > w ? rebuilt.weight - w : 0;
+  }
+  if (resume) rebuilt.progress = *resume;
+  return unusable;
+}
+
 bool child_id_fits(std::string_view parent) noexcept {
   return parent.size() + kChildSuffixBytes <= kMaxSplitIdBytes;
 }

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/records.hpp"
 
@@ -36,6 +37,20 @@ std::optional<SplitOrigin> residual_origin(std::string_view id);
 // is claimable only once named, as a residual cut afresh (sim operator 318).
 SplitRecord rebuild_residual(const SplitSpec& spec, const SplitOrigin& origin, std::uint64_t epoch,
                              const SplitRecord* parent);
+
+// A residual cut from a parent, with its spec as read (nullopt: absent or unreadable).
+struct CutSeen {
+  std::string child;
+  std::optional<SpecRecord> spec;
+};
+
+// A parent's record rebuilt from its spec (`rebuilt`: no progress, its planned weight) whose lost
+// record had cut `cuts` (in cut order): names every one, lowers its weight by each readable
+// residual's, and resumes from the parent progress the last readable cut recorded, whose state
+// carries the parent's end at that cut (sim operator 23281). Cuts after the last readable one
+// are named but their rows are also the parent's again (replayed, never lost). Returns how many
+// cuts at the end had no usable spec.
+std::size_t apply_cuts(SplitRecord& rebuilt, const std::vector<CutSeen>& cuts);
 
 // Whether the next cut of `parent` (at most 20 digits of epoch, 2 of n) has an id that fits.
 bool child_id_fits(std::string_view parent) noexcept;

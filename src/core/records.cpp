@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "core/base64.hpp"
+#include "core/cut_rules.hpp"
 #include "core/keys.hpp"
 #include "core/utf8.hpp"
 #include "etlc/config.hpp"
@@ -381,6 +382,20 @@ std::optional<std::string> children_problem(const std::vector<std::string>& chil
   return std::nullopt;
 }
 
+// The problem with a split record's origin, if any: a pending record must have one, and the
+// origin must be the one its residual's id names (garbage that would wait for ever otherwise).
+std::optional<std::string> origin_problem(const SplitRecord& r) {
+  if (!r.cut_from) {
+    if (r.status == SplitStatus::pending) return std::string("is required on a pending record");
+    return std::nullopt;
+  }
+  if (residual_origin(r.id) != r.cut_from) {
+    return fmt::format("names split '{}' epoch {}, not the origin the id '{}' names",
+                       r.cut_from->split, r.cut_from->epoch, r.id);
+  }
+  return std::nullopt;
+}
+
 void check_children(const std::vector<std::string>& children) {
   for (std::size_t i = 0; i < children.size(); ++i) {
     check_id("split", fmt::format("children[{}]", i), children[i]);
@@ -445,6 +460,25 @@ OrderedJson versioned() {
   OrderedJson j = OrderedJson::object();
   j["v"] = kRecordVersion;
   return j;
+}
+
+// {"watermark":u64,"state":b64,"done"?:u64}: a split record's progress, a residual's spec's
+// parent_progress.
+OrderedJson progress_json(const SplitProgress& p) {
+  OrderedJson j = OrderedJson::object();
+  j["watermark"] = p.watermark;
+  j["state"] = base64_encode(p.state);
+  if (p.done) j["done"] = *p.done;
+  return j;
+}
+
+SplitProgress progress_from(const Fields& f) {
+  f.allow_only({"watermark", "state", "done"});
+  SplitProgress p;
+  p.watermark = f.u64("watermark");
+  p.state = f.bytes("state", kMaxProgressStateBytes, "kMaxProgressStateBytes");
+  p.done = f.optional_u64("done");
+  return p;
 }
 
 }  // namespace
@@ -540,10 +574,20 @@ std::string encode(const SpecRecord& r) {
   check_id("spec", "id", r.spec.id);
   check_size("spec", "descriptor", r.spec.descriptor.size(), kMaxDescriptorBytes,
              "kMaxDescriptorBytes");
+  if (r.parent_progress) {
+    check_size("spec", "parent_progress.state", r.parent_progress->state.size(),
+               kMaxProgressStateBytes, "kMaxProgressStateBytes");
+    if (!residual_id_form(r.spec.id)) {
+      throw ConfigError(fmt::format(
+          "spec record field 'parent_progress' is for residuals only, and '{}' is not one",
+          r.spec.id));
+    }
+  }
   OrderedJson j = versioned();
   j["id"] = r.spec.id;
   j["descriptor"] = base64_encode(r.spec.descriptor);
   j["weight"] = r.spec.weight;
+  if (r.parent_progress) j["parent_progress"] = progress_json(*r.parent_progress);
   return finish(spec_key(r.spec.id), j);
 }
 
@@ -556,6 +600,9 @@ std::string encode(const SplitRecord& r) {
   if (r.last_error) check_text("split", "last_error", *r.last_error);
   check_children(r.children);
   if (r.cut_from) check_id("split", "cut_from.split", r.cut_from->split);
+  if (auto problem = origin_problem(r)) {
+    throw ConfigError("split record field 'cut_from' " + *problem);
+  }
   OrderedJson j = versioned();
   j["id"] = r.id;
   j["epoch"] = r.epoch;
@@ -564,11 +611,7 @@ std::string encode(const SplitRecord& r) {
   if (r.owner_nonce) j["owner_nonce"] = *r.owner_nonce;
   j["attempts"] = r.attempts;
   j["weight"] = r.weight;
-  OrderedJson progress = OrderedJson::object();
-  progress["watermark"] = r.progress.watermark;
-  progress["state"] = base64_encode(r.progress.state);
-  if (r.progress.done) progress["done"] = *r.progress.done;
-  j["progress"] = std::move(progress);
+  j["progress"] = progress_json(r.progress);
   if (r.last_error) j["last_error"] = *r.last_error;
   if (!r.children.empty()) j["children"] = r.children;
   if (r.cut_from) {
@@ -710,11 +753,17 @@ PlanRecord decode_plan(std::string_view key, std::string_view bytes) {
 
 SpecRecord decode_spec(std::string_view key, std::string_view bytes) {
   return decode_with(key, bytes, [key](const Fields& f) {
-    f.allow_only({"v", "id", "descriptor", "weight"});
+    f.allow_only({"v", "id", "descriptor", "weight", "parent_progress"});
     SpecRecord r;
     r.spec.id = f.id("id");
     r.spec.descriptor = f.bytes("descriptor", kMaxDescriptorBytes, "kMaxDescriptorBytes");
     r.spec.weight = f.u64("weight");
+    if (f.has("parent_progress")) {
+      r.parent_progress = progress_from(f.object("parent_progress"));
+      if (!residual_id_form(r.spec.id)) {
+        f.fail_field("parent_progress", "is for residuals only");
+      }
+    }
     check_key_id(key, kSpecPrefix, "id", r.spec.id);
     return r;
   });
@@ -732,11 +781,7 @@ SplitRecord decode_split(std::string_view key, std::string_view bytes) {
     r.owner_nonce = f.optional_text("owner_nonce");
     r.attempts = f.u32("attempts");
     r.weight = f.u64("weight");
-    Fields progress = f.object("progress");
-    progress.allow_only({"watermark", "state", "done"});
-    r.progress.watermark = progress.u64("watermark");
-    r.progress.state = progress.bytes("state", kMaxProgressStateBytes, "kMaxProgressStateBytes");
-    r.progress.done = progress.optional_u64("done");
+    r.progress = progress_from(f.object("progress"));
     r.last_error = f.optional_text("last_error");
     r.children = f.optional_ids("children");
     if (r.children.empty() && f.has("children")) {
@@ -748,6 +793,7 @@ SplitRecord decode_split(std::string_view key, std::string_view bytes) {
       origin.allow_only({"split", "epoch"});
       r.cut_from = SplitOrigin{origin.id("split"), origin.u64("epoch")};
     }
+    if (auto problem = origin_problem(r)) f.fail_field("cut_from", *problem);
     check_key_id(key, kSplitPrefix, "id", r.id);
     return r;
   });

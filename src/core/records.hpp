@@ -10,11 +10,13 @@
 //   plan    {"v":1,"fingerprint":s,"term":u64,"finality":"open"|"final","planned":bool,
 //            "split_count":u64,"cursor"?:s,"completed":u64,"quarantined":u64,
 //            "verdict":"running"|"complete"|"stalled"|"failed","message"?:s}
-//   spec    {"v":1,"id":id,"descriptor":b64,"weight":u64}
+//   spec    {"v":1,"id":id,"descriptor":b64,"weight":u64,
+//            "parent_progress"?:{"watermark":u64,"state":b64,"done"?:u64}}   (residuals only)
 //   split   {"v":1,"id":id,"epoch":u64,"status":"runnable"|"completed"|"quarantined"|"pending",
 //            "owner"?:id,"owner_nonce"?:s,"attempts":u32,"weight":u64,
 //            "progress":{"watermark":u64,"state":b64,"done"?:u64},"last_error"?:s,
 //            "children"?:[id,...],"cut_from"?:{"split":id,"epoch":u64}}
+//            (cut_from is the origin a residual's id names; a pending record has one)
 //   lease   {"v":1,"split":id,"owner":id,"nonce":s,"epoch":u64}
 //   member  {"v":1,"instance":id,"nonce":s,"fingerprint":s,"max_in_flight":u32,"counter":u64,
 //            "lease_ms":u64}
@@ -127,9 +129,14 @@ struct PlanRecord {
   friend bool operator==(const PlanRecord&, const PlanRecord&) = default;
 };
 
-// spec.{split}: immutable descriptor + weight, created once by the leader.
+// spec.{split}: immutable descriptor + weight, created once by the leader (a residual's, by the
+// owner that cut it).
 struct SpecRecord {
   SplitSpec spec;
+  // A residual's only: its parent's progress as the cut commits it, whose state carries the
+  // parent's new end. A parent record rebuilt from its spec resumes from its last residual's,
+  // so it stops at the cut instead of reading its residuals' rows again (sim operator 23281).
+  std::optional<SplitProgress> parent_progress;
   friend bool operator==(const SpecRecord&, const SpecRecord&) = default;
 };
 

@@ -122,9 +122,13 @@ void Worker::claim(const std::string& id, TimePoint now) {
     facts.owner_nonce_benign = rec.owner == ctx_.instance && session_.benign(*rec.owner_nonce);
     const bool takeover = rec.status == core::SplitStatus::runnable && rec.owner != ctx_.instance;
     if (takeover && !session_judgeable(id, *rec.owner, now)) return;
-    // The view and a point read must agree (sim bugs 7 and 11).
-    facts.owner_session_live = takeover && views_.session_live(*rec.owner, *rec.owner_nonce) &&
-                               liveness_.session_confirmed_live(*rec.owner, *rec.owner_nonce);
+    // The view and a point read must agree (sim bugs 7 and 11, chaos 6848).
+    if (takeover) {
+      const bool in_view = views_.session_live(*rec.owner, *rec.owner_nonce);
+      const bool read = liveness_.session_confirmed_live(*rec.owner, *rec.owner_nonce);
+      facts.owner_session_live = in_view && read;
+      facts.owner_session_unsure = in_view != read;
+    }
   }
   const SplitSpec* spec = facts.spec_problem ? nullptr : load_spec(id);
   if (!spec && !facts.spec_problem) return;  // absent for now (see check_spec)

@@ -25,16 +25,17 @@ constexpr std::size_t kResidualWritesPerStep = 64;
 
 // Pending residuals: runnable once named, deleted once they can never be
 // (core::pending_child_fate).
-void Leadership::tend_residuals() {
+void Leadership::tend_residuals(TimePoint now) {
   std::vector<std::pair<std::string, core::ChildFate>> todo;
+  std::erase_if(parentless_checked_,
+                [&](const auto& e) { return !leader_views_.pending().count(e.first); });
   for (const auto& [id, v] : leader_views_.pending()) {
     if (todo.size() >= kResidualWritesPerStep) break;
     const core::SplitRecord* parent = nullptr;
-    if (v.rec.cut_from) {
-      auto it = leader_views_.splits().find(v.rec.cut_from->split);
-      if (it != leader_views_.splits().end()) parent = &it->second.rec;
-    }
-    const core::ChildFate fate = core::pending_child_fate(v.rec, parent);
+    auto it = leader_views_.splits().find(v.rec.cut_from->split);  // a pending record has one
+    if (it != leader_views_.splits().end()) parent = &it->second.rec;
+    core::ChildFate fate = core::pending_child_fate(v.rec, parent);
+    if (!parent && parent_unknown(id, v, now)) fate = core::ChildFate::orphan;
     if (fate != core::ChildFate::wait) todo.emplace_back(id, fate);
   }
   find_lost_residuals();
@@ -70,6 +71,22 @@ void Leadership::find_lost_residuals() {
   }
 }
 
+// A pending residual whose parent the leader knows nothing of (no record in the caught-up view,
+// readable, pending or damaged) is a stray writer's garbage or the leftover of a parent an
+// operator removed with its spec: nobody can name it. Whether the parent is really gone is
+// settled by delete_orphan's point reads, at most once per lease per residual.
+bool Leadership::parent_unknown(const std::string& id, const SplitView& v, TimePoint now) {
+  const std::string& parent = v.rec.cut_from->split;
+  if (!leader_views_.caught_up() || leader_views_.pending().count(parent) ||
+      leader_views_.split_damage().count(parent)) {
+    return false;
+  }
+  auto [it, fresh] = parentless_checked_.try_emplace(id, now);
+  if (!fresh && now - it->second < ctx_.config.lease_duration) return false;
+  it->second = now;
+  return !fresh;  // seen parentless for a lease
+}
+
 // pending -> runnable, by CAS at the revision seen (a loss: the watch shows what happened).
 bool Leadership::flip_residual(const std::string& id, const SplitView& v) {
   core::SplitRecord next = v.rec;
@@ -77,7 +94,7 @@ bool Leadership::flip_residual(const std::string& id, const SplitView& v) {
   const WriteResult r = ctx_.store.update(core::split_key(id), core::encode(next), v.rev);
   if (!r.ok) return false;
   log().info("etlc: {}: residual '{}' of split '{}' is runnable (weight {})", ctx_.instance, id,
-             v.rec.cut_from ? v.rec.cut_from->split : "?", v.rec.weight);
+             v.rec.cut_from->split, v.rec.weight);
   ctx_.metrics.residual_added();
   leader_views_.put_split(id, std::move(next), r.revision);
   return true;
@@ -88,18 +105,22 @@ bool Leadership::flip_residual(const std::string& id, const SplitView& v) {
 // as a split whose record is missing, and rebuilt).
 void Leadership::delete_orphan(const std::string& id, const SplitView& v) {
   // The view may be behind the store: the parent as it is now must say orphan too.
-  const std::string pkey = core::split_key(v.rec.cut_from->split);
+  const std::string& parent = v.rec.cut_from->split;
+  const std::string pkey = core::split_key(parent);
   auto parent_now = ctx_.store.get(pkey);
-  auto parent_seen = leader_views_.splits().find(v.rec.cut_from->split);
-  if (!parent_now || parent_seen == leader_views_.splits().end() ||
-      parent_now->revision < parent_seen->second.rev) {
+  auto parent_seen = leader_views_.splits().find(parent);
+  if (parent_seen == leader_views_.splits().end()) {
+    // No parent in the view: an orphan only if the store has neither its record nor its spec.
+    if (parent_now || ctx_.store.get(core::spec_key(parent))) return;
+  } else if (!parent_now || parent_now->revision < parent_seen->second.rev) {
     return;  // gone, or a stale read: the next step looks again
-  }
-  try {
-    const core::SplitRecord p = core::decode_split(pkey, parent_now->value);
-    if (core::pending_child_fate(v.rec, &p) != core::ChildFate::orphan) return;
-  } catch (const core::RecordError&) {
-    return;  // damaged: healing first
+  } else {
+    try {
+      const core::SplitRecord p = core::decode_split(pkey, parent_now->value);
+      if (core::pending_child_fate(v.rec, &p) != core::ChildFate::orphan) return;
+    } catch (const core::RecordError&) {
+      return;  // damaged: healing first
+    }
   }
   const std::string skey = core::spec_key(id);
   if (auto spec = ctx_.store.get(skey)) {
@@ -108,9 +129,9 @@ void Leadership::delete_orphan(const std::string& id, const SplitView& v) {
   if (!ctx_.store.erase(core::split_key(id), v.rev).ok) return;
   log().info(
       "etlc: {}: deleted residual '{}': the tenancy that cut it (split '{}' epoch {}) "
-      "ended without naming it",
-      ctx_.instance, id, v.rec.cut_from ? v.rec.cut_from->split : "?",
-      v.rec.cut_from ? v.rec.cut_from->epoch : 0);
+      "{}",
+      ctx_.instance, id, parent, v.rec.cut_from->epoch,
+      parent_seen == leader_views_.splits().end() ? "does not exist" : "ended without naming it");
 }
 
 // Requests already answered (the split's record moved), and those that timed out.

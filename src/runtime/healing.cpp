@@ -168,8 +168,8 @@ bool Leadership::heal_split(const std::string& id, Damage& d) {
 // The residuals cut from `id` that its lost record named: those past pending (only a named
 // residual is ever made runnable), in the order they were cut. A record rebuilt from its spec
 // keeps them, or its lane would read their records again, and their next cut would reuse an id
-// (sim operator 131). Its end is in its lane's progress state, which is lost with the record:
-// a lane resumed from the sink's progress (SinkFence) finds it there.
+// (sim operator 131); it resumes from the progress its last cut recorded in the residual's spec
+// (cuts_of, core::apply_cuts), whose state carries its end.
 std::vector<std::string> Leadership::named_residuals_of(const std::string& id) const {
   std::vector<std::pair<std::pair<std::uint64_t, std::uint64_t>, std::string>> found;
   std::vector<std::pair<std::string, const SplitView*>> candidates;
@@ -225,13 +225,40 @@ std::optional<core::SplitRecord> Leadership::rebuild(const std::string& id, cons
       } else {
         r = core::rebuild_from_spec(spec, epoch);
       }
-      r.children = named_residuals_of(id);
+      if (!apply_cuts_of(id, r, d)) return std::nullopt;
       return r;
     } catch (const core::RecordError&) {
     }
   }
   repair_due_ = true;
   return std::nullopt;
+}
+
+// A record rebuilt from its spec takes back the cuts made from it (core::apply_cuts). A last
+// residual whose spec cannot be read now (a stale replica, damage the claimer or a re-plan is
+// healing) is waited for up to a lease from the damage, then the rebuild goes on without its
+// end (its rows replayed by the parent, not lost). False: not yet.
+bool Leadership::apply_cuts_of(const std::string& id, core::SplitRecord& r, const Damage& d) {
+  std::vector<core::CutSeen> cuts;
+  for (std::string& child : named_residuals_of(id)) {
+    core::CutSeen c{std::move(child), std::nullopt};
+    const std::string key = core::spec_key(c.child);
+    if (auto e = ctx_.store.get(key)) {
+      try {
+        c.spec = core::decode_spec(key, e->value);
+      } catch (const core::RecordError&) {
+      }
+    }
+    cuts.push_back(std::move(c));
+  }
+  const std::size_t unusable = core::apply_cuts(r, cuts);
+  if (unusable == 0) return true;
+  if (ctx_.clock.now() - d.since < ctx_.config.lease_duration) return false;
+  log().warn(
+      "etlc: {}: rebuilding split record '{}' without the end of its last {} cuts (their "
+      "residuals' specs are unreadable): their rows will be read twice",
+      ctx_.instance, id, unusable);
+  return true;
 }
 
 // After a fresh snapshot of split.* is still short of the plan's count, the missing records were

@@ -570,26 +570,7 @@ CommitResult HeldSplits::split(std::string_view id, const SplitProgress& progres
   } catch (const ConfigError& e) {
     throw UsageError(fmt::format("split of '{}': {}", id, e.what()));
   }
-  const core::SpecRecord spec{SplitSpec{child, residual.descriptor, residual.weight}};
-  const core::SplitOrigin origin{h->id, h->epoch};
-  const core::SplitRecord pending = core::pending_child(child, residual.weight, origin);
-  auto same_spec = [&](std::string_view bytes) {
-    return core::decode_spec(core::spec_key(child), bytes) == spec;
-  };
-  // Ours in any status: the leader may have made it runnable (even granted it) after our cut
-  // landed with an unknown outcome, or rebuilt it pending at an epoch of its own after damage.
-  auto same_record = [&](std::string_view bytes) {
-    const core::SplitRecord r = core::decode_split(core::split_key(child), bytes);
-    return r.cut_from == origin &&
-           (r.status != core::SplitStatus::pending || (r.weight == pending.weight && !r.owner));
-  };
-  if (auto r = create_residual_part(core::spec_key(child), core::encode(spec), child, same_spec)) {
-    return *r;
-  }
-  if (auto r =
-          create_residual_part(core::split_key(child), core::encode(pending), child, same_record)) {
-    return *r;
-  }
+  if (auto r = create_residual(*h, child, progress, residual)) return *r;
   CommitResult r =
       write_record(*h, core::cut_parent(h->record, progress, child, residual.weight), "split");
   if (r.durable()) {
@@ -599,34 +580,82 @@ CommitResult HeldSplits::split(std::string_view id, const SplitProgress& progres
   return r;
 }
 
+// Steps 1 and 2 of the cut: spec.{child} (with the parent's progress after the cut, which a
+// parent rebuilt from its spec resumes from), then its pending record. What an earlier attempt
+// of this tenancy left at the child's id is replaced (`leftover`); nullopt when both are there.
+std::optional<CommitResult> HeldSplits::create_residual(const Held& h, const std::string& child,
+                                                        const SplitProgress& progress,
+                                                        const SplitResidual& residual) {
+  const core::SpecRecord spec{SplitSpec{child, residual.descriptor, residual.weight}, progress};
+  const core::SplitOrigin origin{h.id, h.epoch};
+  const core::SplitRecord pending = core::pending_child(child, residual.weight, origin);
+  // The same residual: a retry of this cut (its progress may have moved on since; the end, which
+  // the cut fixed, has not).
+  auto same_spec = [&](std::string_view bytes) {
+    const core::SpecRecord seen = core::decode_spec(core::spec_key(child), bytes);
+    return seen.spec == spec.spec && seen.parent_progress.has_value();
+  };
+  // Ours in any status: the leader may have made it runnable (even granted it) after our cut
+  // landed with an unknown outcome, or rebuilt it pending at an epoch of its own after damage.
+  auto same_record = [&](std::string_view bytes) {
+    const core::SplitRecord r = core::decode_split(core::split_key(child), bytes);
+    return r.cut_from == origin &&
+           (r.status != core::SplitStatus::pending || (r.weight == pending.weight && !r.owner));
+  };
+  if (auto r = create_residual_part(core::spec_key(child), core::encode(spec), child, same_spec,
+                                    [&] { return leftover(child); })) {
+    return r;
+  }
+  return create_residual_part(core::split_key(child), core::encode(pending), child, same_record,
+                              [&] { return leftover(child); });
+}
+
+// Whether what sits at `child` (an id of this tenancy's next cut, which the parent's record we
+// hold does not name) is a leftover of an earlier cut of this tenancy whose parent CAS never
+// landed: its record absent, unreadable or pending. Such a residual can never be named (only
+// this tenancy names its ids, each once, in order) nor claimed, so replacing it is safe; left in
+// place it would refuse every later cut of this tenancy (an adopt at the same epoch).
+bool HeldSplits::leftover(const std::string& child) {
+  const std::string key = core::split_key(child);
+  const std::optional<Entry> cur = ctx_.store.get(key);
+  if (!cur) return true;
+  try {
+    return core::decode_split(key, cur->value).status == core::SplitStatus::pending;
+  } catch (const core::RecordError&) {
+    return true;
+  }
+}
+
 std::optional<CommitResult> HeldSplits::create_residual_part(
     const std::string& key, const std::string& bytes, const std::string& split_id,
-    const std::function<bool(std::string_view)>& same) {
+    const std::function<bool(std::string_view)>& same, const std::function<bool()>& leftover) {
   try {
     if (ctx_.store.create(key, bytes).ok) return std::nullopt;
+    std::optional<Entry> cur = ctx_.store.get(key);
+    if (!cur) return CommitResult{CommitStatus::retryable, fmt::format("{} read as absent", key)};
+    bool ours = false;
+    try {
+      ours = same(cur->value);
+    } catch (const core::RecordError&) {
+      ours = false;
+    }
+    if (ours) return std::nullopt;
+    if (!leftover()) {
+      throw UsageError(fmt::format(
+          "split: the residual '{}' exists already as another residual ({})", split_id, key));
+    }
+    if (ctx_.store.update(key, bytes, cur->revision).ok) {
+      log().info("etlc: {}: replaced '{}', left by an earlier cut of this tenancy", ctx_.instance,
+                 key);
+      return std::nullopt;
+    }
+    return CommitResult{CommitStatus::retryable, fmt::format("{} changed meanwhile", key)};
   } catch (const StoreError& e) {
     if (!e.retryable()) throw;
     ctx_.metrics.store_failure();
-    if (e.code() != StoreErrc::unknown_outcome)
-      return CommitResult{CommitStatus::retryable, e.what()};
-  }
-  std::optional<Entry> cur;
-  try {
-    cur = ctx_.store.get(key);
-  } catch (const StoreError& e) {
-    if (!e.retryable()) throw;
+    // An unknown outcome is settled by the retry: it finds what landed and takes it as its own.
     return CommitResult{CommitStatus::retryable, e.what()};
   }
-  if (!cur) return CommitResult{CommitStatus::retryable, fmt::format("{} read as absent", key)};
-  bool ours = false;
-  try {
-    ours = same(cur->value);
-  } catch (const core::RecordError&) {
-    ours = false;
-  }
-  if (ours) return std::nullopt;
-  throw UsageError(fmt::format("split: the residual '{}' exists already as another residual ({})",
-                               split_id, key));
 }
 
 void HeldSplits::release(std::span<const std::string> ids) {

@@ -154,11 +154,16 @@ class HeldSplits {
   void push_locked(Event e) ETLC_REQUIRES(mu_);
   CommitResult terminal_write(Held& h, core::SplitRecord next, const char* what)
       ETLC_REQUIRES(h.io);
-  // Creates `bytes` at `key`, or finds it there already (an earlier attempt of this very cut):
-  // nullopt when it is there now, else why not (retryable).
+  std::optional<CommitResult> create_residual(const Held& h, const std::string& child,
+                                              const SplitProgress& progress,
+                                              const SplitResidual& residual);
+  bool leftover(const std::string& child);
+  // Creates `bytes` at `key`, or finds it there already (an earlier attempt of this very cut:
+  // `same`), or replaces what is there (`leftover`): nullopt when it is there now, else why not
+  // (retryable). Throws UsageError when another residual is there.
   std::optional<CommitResult> create_residual_part(
       const std::string& key, const std::string& bytes, const std::string& split_id,
-      const std::function<bool(std::string_view)>& same);
+      const std::function<bool(std::string_view)>& same, const std::function<bool()>& leftover);
 
   const MemberContext& ctx_;
   mutable Mutex mu_;

@@ -83,7 +83,7 @@ Leadership::Outcome Leadership::step(TimePoint now) {
   if (outcome_.kind != Outcome::Kind::lead) return outcome_;
   advance_planning(now);
   if (outcome_.kind != Outcome::Kind::lead) return outcome_;
-  tend_residuals();
+  tend_residuals(now);
   // Tallies first: a view short of the plan counts less than the store holds, never more, so a
   // `complete` verdict carried over from an earlier term goes back to running while records
   // deleted since are rebuilt (sim operator 18617: members reported AllComplete meanwhile).

@@ -90,6 +90,7 @@ class Leadership {
   std::optional<core::SplitRecord> rebuild(const std::string& id, const Damage& d);
   void find_missing_splits();
   std::vector<std::string> named_residuals_of(const std::string& id) const;
+  bool apply_cuts_of(const std::string& id, core::SplitRecord& r, const Damage& d);
   void repair_seeded(const PlannedSplit& s);
   bool rewrite_spec(const PlannedSplit& s, bool confirm);
   // planning.cpp
@@ -119,7 +120,8 @@ class Leadership {
   void write_assignment(const std::string& member, std::vector<std::string> splits,
                         std::vector<core::SplitAsk> asks, bool& failed, std::uint64_t& written);
   // dynamic_splits.cpp
-  void tend_residuals();
+  void tend_residuals(TimePoint now);
+  bool parent_unknown(const std::string& id, const SplitView& v, TimePoint now);
   void find_lost_residuals();
   bool flip_residual(const std::string& id, const SplitView& v);
   void delete_orphan(const std::string& id, const SplitView& v);
@@ -174,6 +176,8 @@ class Leadership {
   };
   std::map<std::string, Ask> asks_;
   std::map<std::string, std::uint64_t> declined_;  // split -> the epoch that did not answer
+  // Pending residuals whose parent the view does not know, and when that was last looked at.
+  std::map<std::string, TimePoint> parentless_checked_;
   std::optional<SeedJob> seeding_;
   bool planning_ = false;
   bool planning_repair_ = false;        // the plan running now is a repair re-plan

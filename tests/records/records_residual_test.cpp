@@ -5,6 +5,7 @@
 #include "core/cut_rules.hpp"
 #include "core/keys.hpp"
 #include "core/records.hpp"
+#include "core/repair_rules.hpp"
 #include "etlc/errors.hpp"
 
 namespace etlc::core {
@@ -56,6 +57,49 @@ TEST(ResidualRecords, BadChildrenAndOriginsAreRefused) {
   r.id = "s";
   r.children = {"a", "a"};
   EXPECT_THROW(encode(r), ConfigError);
+}
+
+// A pending record must say where it came from, and a residual's origin is the one its id
+// names: garbage that would otherwise wait for ever is unreadable, so healing takes it up.
+TEST(ResidualRecords, AnOriginMustBeTheOneTheIdNames) {
+  auto refused = [](const std::string& id, const std::string& tail) {
+    const std::string json = R"({"v":1,"id":")" + id +
+                             R"(","epoch":0,"status":"pending","attempts":0,"weight":1,)"
+                             R"("progress":{"watermark":0,"state":""})" +
+                             tail + "}";
+    try {
+      decode_split(split_key(id), json);
+    } catch (const RecordError& e) {
+      return e.code() == RecordErrc::wrong_type;
+    }
+    return false;
+  };
+  EXPECT_TRUE(refused("p~4.1", "")) << "pending without an origin";
+  EXPECT_TRUE(refused("p~4.1", R"(,"cut_from":{"split":"q","epoch":4})"));
+  EXPECT_TRUE(refused("p~4.1", R"(,"cut_from":{"split":"p","epoch":5})"));
+  EXPECT_TRUE(refused("p", R"(,"cut_from":{"split":"p","epoch":4})")) << "not a residual's id";
+  EXPECT_FALSE(refused("p~4.1", R"(,"cut_from":{"split":"p","epoch":4})"));
+  SplitRecord r = pending_child("p~4.1", 1, SplitOrigin{"q", 4});
+  EXPECT_THROW(encode(r), ConfigError);
+  r.cut_from.reset();
+  EXPECT_THROW(encode(r), ConfigError);
+}
+
+// A residual's spec records its parent's progress after the cut; only a residual's may.
+TEST(ResidualRecords, ResidualSpecWithParentProgressGolden) {
+  const SpecRecord spec{SplitSpec{"p~4.1", "rows", 40}, SplitProgress{6, "end=60", 20}};
+  const std::string json =
+      R"({"v":1,"id":"p~4.1","descriptor":"cm93cw==","weight":40,)"
+      R"("parent_progress":{"watermark":6,"state":"ZW5kPTYw","done":20}})";
+  EXPECT_EQ(encode(spec), json);
+  EXPECT_EQ(decode_spec(spec_key("p~4.1"), json), spec);
+  EXPECT_THROW(encode(SpecRecord{SplitSpec{"p", "rows", 40}, SplitProgress{}}), ConfigError);
+  EXPECT_THROW(decode_spec(spec_key("p"), R"({"v":1,"id":"p","descriptor":"","weight":1,)"
+                                          R"("parent_progress":{"watermark":0,"state":""}})"),
+               RecordError);
+  EXPECT_THROW(decode_spec(spec_key("p~4.1"), R"({"v":1,"id":"p~4.1","descriptor":"",)"
+                                              R"("weight":1,"parent_progress":{"state":""}})"),
+               RecordError);
 }
 
 TEST(ResidualRecords, AssignmentSplitRequestsGolden) {
@@ -130,6 +174,30 @@ TEST(CutRules, TheParentNamesTheChildAndGivesUpItsWeight) {
   EXPECT_EQ(next.progress.state, "end=60");
   EXPECT_EQ(next.progress.done, 20u) << "a cut without done keeps the last one";
   EXPECT_EQ(cut_parent(parent, SplitProgress{}, "c", 500).weight, 0u);
+}
+
+// A parent rebuilt from its spec takes back its cuts: named, its weight lowered by each, resumed
+// from the last readable cut's parent progress (sim operator 23281).
+TEST(CutRules, AParentRebuiltFromItsSpecResumesAtItsLastReadableCut) {
+  auto cut = [](const std::string& child, std::uint64_t w, std::uint64_t wm, const char* end) {
+    return CutSeen{child, SpecRecord{SplitSpec{child, "d", w}, SplitProgress{wm, end, wm}}};
+  };
+  SplitRecord r = rebuild_from_spec(SplitSpec{"p", "d", 100}, 7);
+  EXPECT_EQ(apply_cuts(r, {cut("p~2.1", 30, 5, "70"), cut("p~3.1", 20, 9, "50")}), 0u);
+  EXPECT_EQ(r.children, (std::vector<std::string>{"p~2.1", "p~3.1"}));
+  EXPECT_EQ(r.weight, 50u);
+  EXPECT_EQ(r.progress, (SplitProgress{9, "50", 9}));
+  // The last cut's spec unreadable: named, but the parent ends at the cut before it.
+  SplitRecord t = rebuild_from_spec(SplitSpec{"p", "d", 100}, 7);
+  EXPECT_EQ(apply_cuts(t, {cut("p~2.1", 30, 5, "70"), CutSeen{"p~3.1", std::nullopt}}), 1u);
+  EXPECT_EQ(t.children.size(), 2u);
+  EXPECT_EQ(t.progress, (SplitProgress{5, "70", 5}));
+  EXPECT_EQ(t.weight, 70u);
+  // No cut readable: the planned range, from the start.
+  SplitRecord none = rebuild_from_spec(SplitSpec{"p", "d", 100}, 7);
+  EXPECT_EQ(apply_cuts(none, {CutSeen{"p~2.1", std::nullopt}}), 1u);
+  EXPECT_EQ(none.progress, SplitProgress{});
+  EXPECT_EQ(none.weight, 100u);
 }
 
 TEST(CutRules, APendingChildIsMadeRunnableOnlyOnceNamedAndDeletedOnlyOnceItCannotBe) {

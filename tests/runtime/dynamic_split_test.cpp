@@ -176,6 +176,61 @@ TEST(DynamicSplit, a_residual_its_parent_does_not_name_is_never_claimed) {
   EXPECT_EQ(b.ever_granted.count(child), 0u);
 }
 
+// An earlier cut of this tenancy left its residual's spec and pending record, and its parent
+// CAS never landed (the lane closed; the split adopted again at the same epoch). The next cut
+// of the tenancy gets the same id: it replaces the leftover rather than refusing the cut (which
+// would fail the split and use an attempt).
+TEST(DynamicSplit, a_leftover_of_an_earlier_cut_of_the_same_tenancy_is_replaced) {
+  Fleet fleet(std::make_shared<TestPlanner>(make_splits(1, 1000)));
+  Node& a = fleet.add("a", one_lane);
+  ASSERT_TRUE(fleet.run_until([&] { return a.held().size() == 1; }));
+  const std::uint64_t epoch = split_record(fleet, "s000")->epoch;
+  const std::string child = core::child_split_id("s000", epoch, 1);
+  ASSERT_TRUE(fleet.mem->create(
+      core::spec_key(child),
+      core::encode(core::SpecRecord{SplitSpec{child, "700..", 300}, SplitProgress{50, "700", 50}})));
+  ASSERT_TRUE(fleet.mem->create(
+      core::split_key(child),
+      core::encode(core::pending_child(child, 300, core::SplitOrigin{"s000", epoch}))));
+  const CommitResult r = a.coord->split("s000", SplitProgress{100, "end=600", 100},
+                                        SplitResidual{"600..", 400}, epoch);
+  ASSERT_TRUE(r.durable()) << r.detail;
+  auto spec = fleet.mem->get(core::spec_key(child));
+  ASSERT_TRUE(spec);
+  EXPECT_EQ(core::decode_spec(spec->key, spec->value),
+            (core::SpecRecord{SplitSpec{child, "600..", 400}, SplitProgress{100, "end=600", 100}}));
+  ASSERT_TRUE(fleet.run_until(
+      [&] {
+        auto c = split_record(fleet, child);
+        return c && c->status == core::SplitStatus::runnable && c->weight == 400;
+      },
+      10s));
+  EXPECT_EQ(split_record(fleet, "s000")->children, std::vector<std::string>{child});
+}
+
+// A pending record whose parent does not exist (no record, no spec: a stray writer's, or left
+// after an operator removed the parent) can never be named; the leader deletes it after a lease
+// instead of keeping it (and counting it against max_dynamic_splits) for ever.
+TEST(DynamicSplit, a_pending_record_whose_parent_does_not_exist_is_deleted) {
+  Fleet fleet(std::make_shared<TestPlanner>(make_splits(1, 1000)));
+  Node& a = fleet.add("a", one_lane);
+  ASSERT_TRUE(fleet.run_until([&] { return a.held().size() == 1; }));
+  const std::string stray = core::child_split_id("nosuch", 3, 1);
+  ASSERT_TRUE(fleet.mem->create(
+      core::split_key(stray),
+      core::encode(core::pending_child(stray, 10, core::SplitOrigin{"nosuch", 3}))));
+  ASSERT_TRUE(fleet.mem->create(core::spec_key(stray),
+                                core::encode(core::SpecRecord{SplitSpec{stray, "x", 10}})));
+  ASSERT_TRUE(fleet.run_until(
+      [&] {
+        return !fleet.mem->get(core::split_key(stray)) && !fleet.mem->get(core::spec_key(stray));
+      },
+      20s));
+  EXPECT_EQ(a.ever_granted.count(stray), 0u);
+  ASSERT_TRUE(a.coord->complete("s000", SplitProgress{1000, {}, 1000}).durable());
+  ASSERT_TRUE(fleet.run_until([&] { return a.count<AllComplete>() > 0; }));
+}
+
 void garble(Fleet& fleet, const std::string& key) {
   auto cur = fleet.mem->get(key);
   ASSERT_TRUE(cur) << key;
@@ -265,6 +320,9 @@ TEST(DynamicSplit, a_record_deleted_while_no_leader_watched_is_rebuilt_in_a_job_
 // Sim operator 131: a parent's record garbled, rebuilt by a leader that never read it: from its
 // spec it named no residual, and would read theirs again. It keeps the residuals past pending
 // that were cut from it, in the order they were cut.
+// ... and resumes from the progress its last cut recorded in the residual's spec, whose state
+// carries its end: it stops at the cut instead of reading its residuals' rows again (sim
+// operator 23281), and its weight is what the cuts left it.
 TEST(DynamicSplit, a_parent_rebuilt_from_its_spec_keeps_its_named_residuals) {
   Fleet fleet(std::make_shared<TestPlanner>(make_splits(1, 1000)));
   Node& a = fleet.add("a", one_lane);
@@ -295,7 +353,10 @@ TEST(DynamicSplit, a_parent_rebuilt_from_its_spec_keeps_its_named_residuals) {
         return r && r->epoch > epoch;
       },
       30s));
-  EXPECT_EQ(split_record(fleet, "s000")->children, (std::vector<std::string>{first, second}));
+  const auto rebuilt = split_record(fleet, "s000");
+  EXPECT_EQ(rebuilt->children, (std::vector<std::string>{first, second}));
+  EXPECT_EQ(rebuilt->progress, (SplitProgress{100, "end=600", 100}));
+  EXPECT_EQ(rebuilt->weight, 600u);
 }
 
 // A lane that never answers (a source that cannot split, or an event loop that ignores the

@@ -594,6 +594,14 @@ TEST(SimRegression, AnOrphanLeaseOfALiveMemberIsRemoved_Chaos29254) {
   EXPECT_TRUE(r.ok()) << r.report();
 }
 
+// Bug 32: a claimer's stale point read showed the owner's session under its old nonce while the
+// view had its new one: the owner, live, was taken for dead and its split quarantined. A takeover
+// now waits until the view and the read agree.
+TEST(SimRegression, ATakeoverWaitsWhileTheViewAndAReadDisagree_Chaos6848) {
+  const RunResult r = regress(6848, "chaos");
+  EXPECT_TRUE(r.ok()) << r.report();
+}
+
 // --- the simulator's machinery
 // --------------------------------------------------------------------
 

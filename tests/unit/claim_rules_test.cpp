@@ -197,6 +197,20 @@ TEST(PlanClaim, a_takeover_at_the_cap_quarantines_unless_its_owner_lives) {
   EXPECT_FALSE(w.decision.consumes_attempt);
 }
 
+TEST(PlanClaim, a_takeover_waits_while_the_owners_session_is_unsure) {
+  const SplitRecord owned = record(7, "peer", "p1", kCap - 1);
+  ClaimFacts unsure = facts();
+  unsure.owner_session_unsure = true;  // the view and a point read disagree
+  EXPECT_EQ(plan_claim(owned, unsure).action, ClaimAction::skip);
+  unsure.spec_problem = "spec.s is unreadable";  // no park either: the owner may hold it
+  EXPECT_EQ(plan_claim(owned, unsure).action, ClaimAction::skip);
+  // Only a takeover asks: a split nobody owns, or our own, is claimed as before.
+  ClaimFacts free_facts = facts();
+  free_facts.owner_session_unsure = true;
+  EXPECT_EQ(plan_claim(record(3), free_facts).action, ClaimAction::claim);
+  EXPECT_EQ(plan_claim(record(2, "me", "n0", 0), free_facts).action, ClaimAction::claim);
+}
+
 TEST(PlanClaim, a_benign_reclaim_from_our_own_earlier_session_consumes_no_attempt) {
   const SplitRecord mine = record(2, "me", "n1", kCap - 1);
   EXPECT_EQ(plan_claim(mine, facts()).action, ClaimAction::quarantine);
