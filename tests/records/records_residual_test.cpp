@@ -88,9 +88,8 @@ TEST(ResidualRecords, AnOriginMustBeTheOneTheIdNames) {
 // A residual's spec records its parent's progress after the cut; only a residual's may.
 TEST(ResidualRecords, ResidualSpecWithParentProgressGolden) {
   const SpecRecord spec{SplitSpec{"p~4.1", "rows", 40}, SplitProgress{6, "end=60", 20}};
-  const std::string json =
-      R"({"v":1,"id":"p~4.1","descriptor":"cm93cw==","weight":40,)"
-      R"("parent_progress":{"watermark":6,"state":"ZW5kPTYw","done":20}})";
+  const std::string json = R"({"v":1,"id":"p~4.1","descriptor":"cm93cw==","weight":40,)"
+                           R"("parent_progress":{"watermark":6,"state":"ZW5kPTYw","done":20}})";
   EXPECT_EQ(encode(spec), json);
   EXPECT_EQ(decode_spec(spec_key("p~4.1"), json), spec);
   EXPECT_THROW(encode(SpecRecord{SplitSpec{"p", "rows", 40}, SplitProgress{}}), ConfigError);

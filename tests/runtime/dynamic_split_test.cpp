@@ -186,9 +186,9 @@ TEST(DynamicSplit, a_leftover_of_an_earlier_cut_of_the_same_tenancy_is_replaced)
   ASSERT_TRUE(fleet.run_until([&] { return a.held().size() == 1; }));
   const std::uint64_t epoch = split_record(fleet, "s000")->epoch;
   const std::string child = core::child_split_id("s000", epoch, 1);
-  ASSERT_TRUE(fleet.mem->create(
-      core::spec_key(child),
-      core::encode(core::SpecRecord{SplitSpec{child, "700..", 300}, SplitProgress{50, "700", 50}})));
+  ASSERT_TRUE(fleet.mem->create(core::spec_key(child),
+                                core::encode(core::SpecRecord{SplitSpec{child, "700..", 300},
+                                                              SplitProgress{50, "700", 50}})));
   ASSERT_TRUE(fleet.mem->create(
       core::split_key(child),
       core::encode(core::pending_child(child, 300, core::SplitOrigin{"s000", epoch}))));
