@@ -324,19 +324,10 @@ void Leadership::repair_seeded(const PlannedSplit& s) {
     assignment_dirty_ = true;
     return;
   }
-  const auto lease = views_.leases().find(id);
-  const std::uint64_t epoch =
-      core::rebuilt_epoch(0, lease == views_.leases().end() ? 0 : lease->second.rec.epoch, term_);
-  core::SplitRecord rebuilt = core::rebuild_from_spec(s.spec, epoch);
-  const std::string bytes = core::encode(rebuilt);
-  const WriteResult r = d->second.deleted ? ctx_.store.create(key, bytes)
-                                          : ctx_.store.update(key, bytes, d->second.rev);
-  if (!r.ok) return;
-  log().warn("etlc: {}: rebuilt split record '{}' from the plan at epoch {}", ctx_.instance, id,
-             epoch);
-  ctx_.metrics.record_repaired();
-  leader_views_.put_split(id, std::move(rebuilt), r.revision);
-  assignment_dirty_ = true;
+  // The spec is there now: rebuild from it as healing does, with the cuts made from the split
+  // (a re-plan knows only the planned range; sim operator 22985 read a completed parent's
+  // residuals again from a record rebuilt here without them).
+  heal_split(id, d->second);
 }
 
 // spec.{id} from the plan: created if absent, rewritten if unreadable, kept if readable (specs

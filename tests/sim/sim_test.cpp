@@ -610,7 +610,9 @@ TEST(SimRegression, ATakeoverWaitsWhileTheViewAndAReadDisagree_Chaos6848) {
 // leader watched left missing because residuals made up for it in the count (282), a parent
 // rebuilt from its spec without its residuals (131).
 TEST(SimRegression, RepairsKeepResidualsRight_Operator318_282_131) {
-  for (std::uint64_t seed : {318, 282, 131}) {
+  // 22985: a repair re-plan rebuilt a parent whose spec had been deleted from the plan's spec,
+  // without its residuals (it now rebuilds as healing does, with the cuts).
+  for (std::uint64_t seed : {318, 282, 131, 22985}) {
     const RunResult r = run(seed, "operator", "split=1");
     EXPECT_TRUE(r.ok()) << r.report();
     EXPECT_GT(r.history.cuts, 0u) << "seed " << seed;
