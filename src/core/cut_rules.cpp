@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "core/keys.hpp"
+#include "core/repair_rules.hpp"
 
 namespace etlc::core {
 
@@ -57,6 +58,14 @@ SplitRecord rebuild_residual(const SplitSpec& spec, const SplitOrigin& origin, s
   const bool named = parent != nullptr && parent->id == origin.split && names_child(*parent, r.id);
   r.status = named ? SplitStatus::runnable : SplitStatus::pending;
   return r;
+}
+
+SplitRecord rebuild_residual_without_spec(const std::string& id, const SplitOrigin& origin,
+                                          std::uint64_t epoch, const SplitRecord* parent,
+                                          std::string_view problem) {
+  const SplitRecord r = rebuild_residual(SplitSpec{id, {}, 0}, origin, epoch, parent);
+  if (r.status == SplitStatus::pending) return r;
+  return park_for_spec(r, problem);
 }
 
 std::size_t apply_cuts(SplitRecord& rebuilt, const std::vector<CutSeen>& cuts) {

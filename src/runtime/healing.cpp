@@ -157,7 +157,10 @@ bool Leadership::heal_split(const std::string& id, Damage& d) {
   log().warn(
       "etlc: {}: rebuilt split record '{}' ({}) at epoch {} from {}: {} at watermark {}; rows "
       "after it are replayed",
-      ctx_.instance, id, d.error, rebuilt->epoch, d.last ? "the last record read" : "its spec",
+      ctx_.instance, id, d.error, rebuilt->epoch,
+      d.last                            ? "the last record read"
+      : core::parked_for_spec(*rebuilt) ? "its id (its spec is unusable too)"
+                                        : "its spec",
       core::to_string(rebuilt->status), rebuilt->progress.watermark);
   ctx_.metrics.record_repaired();
   leader_views_.put_split(id, std::move(*rebuilt), r.revision);
@@ -212,26 +215,33 @@ std::optional<core::SplitRecord> Leadership::rebuild(const std::string& id, cons
               "split '{}' rebuilt at epoch {}, not past its last record's {} and lease's {}", id,
               epoch, last ? last->epoch : 0, lease_epoch);
   if (last) return core::rebuild_from_record(*last, epoch);
-  std::optional<Entry> stored = ctx_.store.get(core::spec_key(id));
-  if (stored) {
+  const std::optional<core::SplitOrigin> origin = core::residual_origin(id);
+  const core::SplitRecord* parent = nullptr;
+  if (origin) {
+    auto it = leader_views_.splits().find(origin->split);
+    if (it != leader_views_.splits().end()) parent = &it->second.rec;
+  }
+  std::string problem = fmt::format("spec.{} is missing", id);
+  if (std::optional<Entry> stored = ctx_.store.get(core::spec_key(id))) {
     try {
       const SplitSpec spec = core::decode_spec(core::spec_key(id), stored->value).spec;
-      core::SplitRecord r;
-      if (auto origin = core::residual_origin(id)) {
-        auto parent = leader_views_.splits().find(origin->split);
-        r = core::rebuild_residual(
-            spec, *origin, epoch,
-            parent == leader_views_.splits().end() ? nullptr : &parent->second.rec);
-      } else {
-        r = core::rebuild_from_spec(spec, epoch);
-      }
+      core::SplitRecord r = origin ? core::rebuild_residual(spec, *origin, epoch, parent)
+                                   : core::rebuild_from_spec(spec, epoch);
       if (!apply_cuts_of(id, r, d)) return std::nullopt;
       return r;
-    } catch (const core::RecordError&) {
+    } catch (const core::RecordError& e) {
+      problem = fmt::format("spec.{} is unreadable ({})", id, e.what());
     }
   }
-  repair_due_ = true;
-  return std::nullopt;
+  if (!origin) {
+    repair_due_ = true;  // the planner knows the split
+    return std::nullopt;
+  }
+  // A residual: no planner lists it. Its spec may be a stale read, or under repair: wait a lease.
+  if (ctx_.clock.now() - d.since < ctx_.config.lease_duration) return std::nullopt;
+  core::SplitRecord r = core::rebuild_residual_without_spec(id, *origin, epoch, parent, problem);
+  r.children = named_residuals_of(id);
+  return r;
 }
 
 // A record rebuilt from its spec takes back the cuts made from it (core::apply_cuts). A last

@@ -109,6 +109,11 @@ class Leadership {
   // False while a plan write with an unknown outcome could still land (healing.cpp).
   bool plan_settled();
   void update_tallies(TimePoint now);
+  // The splits of the job the view counts: every record in it, and the residuals their parents
+  // name that are not runnable yet (pending, damaged or unseen).
+  std::uint64_t splits_counted() const {
+    return leader_views_.splits().size() + leader_views_.named_pending();
+  }
   void set_tallies(core::PlanRecord& next) const;
   // publish.cpp
   // When the assignment is next to be computed (publish.cpp, "When to recompute"); nullopt

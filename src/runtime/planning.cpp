@@ -281,9 +281,12 @@ void Leadership::finish_seeding() {
   next.planned = true;
   next.finality = to_core(job.finality);
   next.cursor = job.cursor;
+  // Residuals count as update_tallies counts them: the planner lists none, and one whose record
+  // is damaged is in no view (sim operator 34533: a repair re-plan wrote `complete` over one
+  // split too few).
   next.split_count = next.finality == core::Finality::final
-                         ? std::max<std::uint64_t>(job.splits.size(), leader_views_.splits().size())
-                         : leader_views_.splits().size();
+                         ? std::max<std::uint64_t>(job.splits.size(), splits_counted())
+                         : splits_counted();
   set_tallies(next);  // the header must never carry older tallies than the view (a requeue)
   if (!write_plan(next)) {
     seeding_ = std::move(job);  // retry the header write next step (seeding is idempotent)
@@ -411,9 +414,8 @@ void Leadership::update_tallies(TimePoint now) {
   // tallies can never exceed the count.
   // Residuals their parents name count before they are runnable: the job is not complete while
   // one waits to be made runnable.
-  next.split_count =
-      std::max<std::uint64_t>(leader_views_.splits().size() + leader_views_.named_pending(),
-                              plan.finality == core::Finality::final ? plan.split_count : 0);
+  next.split_count = std::max<std::uint64_t>(
+      splits_counted(), plan.finality == core::Finality::final ? plan.split_count : 0);
   set_tallies(next);
   ctx_.metrics.set_job_tallies(next.split_count, next.completed, next.quarantined);
   if (next == plan) return;

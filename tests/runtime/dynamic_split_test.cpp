@@ -359,6 +359,42 @@ TEST(DynamicSplit, a_parent_rebuilt_from_its_spec_keeps_its_named_residuals) {
   EXPECT_EQ(rebuilt->weight, 600u);
 }
 
+// A residual whose record and spec are both destroyed, with a leader that never read either: no
+// planner lists a residual, so nothing can rewrite its descriptor. Rather than a job that runs
+// for ever one split short, the record is rebuilt parked for its spec, and the job ends stalled
+// naming the record to restore (sim operator 34533).
+TEST(DynamicSplit, a_residual_that_lost_record_and_spec_is_parked_and_the_job_stalls) {
+  Fleet fleet(std::make_shared<TestPlanner>(make_splits(1, 1000)));
+  Node& a = fleet.add("a", one_lane);
+  ASSERT_TRUE(fleet.run_until([&] { return a.held().size() == 1; }));
+  const std::uint64_t epoch = split_record(fleet, "s000")->epoch;
+  ASSERT_TRUE(
+      a.coord->split("s000", SplitProgress{100, "end=800", 100}, SplitResidual{"800..", 200}, epoch)
+          .durable());
+  const std::string child = core::child_split_id("s000", epoch, 1);
+  ASSERT_TRUE(fleet.run_until(
+      [&] {
+        auto c = split_record(fleet, child);
+        return c && c->status == core::SplitStatus::runnable;
+      },
+      10s));
+  fleet.crash("a");
+  garble(fleet, core::split_key(child));
+  garble(fleet, core::spec_key(child));
+  Node& b = fleet.add("b", [](CoordinatorConfig& c) {
+    c.max_in_flight = 2;
+    c.dynamic_splitting = true;
+  });
+  ASSERT_TRUE(fleet.run_until([&] { return b.held().count("s000") > 0; }, 30s));
+  ASSERT_TRUE(b.coord->complete("s000", SplitProgress{800, "end=800", 800}).durable());
+  ASSERT_TRUE(fleet.run_until([&] { return b.count<Stalled>() > 0; }, 60s));
+  const auto parked = split_record(fleet, child);
+  ASSERT_TRUE(parked);
+  EXPECT_EQ(parked->status, core::SplitStatus::quarantined);
+  EXPECT_NE(parked->last_error->find("spec." + child), std::string::npos) << *parked->last_error;
+  EXPECT_EQ(b.ever_granted.count(child), 0u);
+}
+
 // A lane that never answers (a source that cannot split, or an event loop that ignores the
 // event): after split_request_timeout the request is dropped and not made again in that tenancy,
 // so it costs two publishes, then the fleet is quiet.
