@@ -60,11 +60,12 @@ SplitRecord rebuild_residual(const SplitSpec& spec, const SplitOrigin& origin, s
   return r;
 }
 
-SplitRecord rebuild_residual_without_spec(const std::string& id, const SplitOrigin& origin,
-                                          std::uint64_t epoch, const SplitRecord* parent,
-                                          std::string_view problem) {
-  const SplitRecord r = rebuild_residual(SplitSpec{id, {}, 0}, origin, epoch, parent);
-  if (r.status == SplitStatus::pending) return r;
+SplitRecord park_residual_without_spec(const std::string& id, const SplitOrigin& origin,
+                                       std::uint64_t epoch, std::string_view problem) {
+  SplitRecord r;
+  r.id = id;
+  r.epoch = epoch;
+  r.cut_from = origin;
   return park_for_spec(r, problem);
 }
 

@@ -52,13 +52,11 @@ struct CutSeen {
 // cuts at the end had no usable spec.
 std::size_t apply_cuts(SplitRecord& rebuilt, const std::vector<CutSeen>& cuts);
 
-// A residual's record rebuilt with neither its record nor its spec (both damaged): no planner
-// lists a residual, so nothing can rewrite its descriptor. Named by its parent (null: not known),
-// it is a split of the job and is parked for its spec (`problem`), so the job ends stalled naming
-// the record to restore; not named, it is pending (weight 0), deleted once it cannot be named.
-SplitRecord rebuild_residual_without_spec(const std::string& id, const SplitOrigin& origin,
-                                          std::uint64_t epoch, const SplitRecord* parent,
-                                          std::string_view problem);
+// A residual's record rebuilt with neither its record nor its spec (both damaged) while its
+// parent names it: no planner lists a residual, so nothing can rewrite its descriptor. It is
+// parked for its spec (`problem`), so the job ends stalled naming the record to restore.
+SplitRecord park_residual_without_spec(const std::string& id, const SplitOrigin& origin,
+                                       std::uint64_t epoch, std::string_view problem);
 
 // Whether the next cut of `parent` (at most 20 digits of epoch, 2 of n) has an id that fits.
 bool child_id_fits(std::string_view parent) noexcept;

@@ -136,7 +136,7 @@ struct SpecRecord {
   // A residual's only: its parent's progress as the cut commits it, whose state carries the
   // parent's new end. A parent record rebuilt from its spec resumes from its last residual's,
   // so it stops at the cut instead of reading its residuals' rows again (sim operator 23281).
-  std::optional<SplitProgress> parent_progress;
+  std::optional<SplitProgress> parent_progress = std::nullopt;
   friend bool operator==(const SpecRecord&, const SpecRecord&) = default;
 };
 

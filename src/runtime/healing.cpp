@@ -239,9 +239,37 @@ std::optional<core::SplitRecord> Leadership::rebuild(const std::string& id, cons
   }
   // A residual: no planner lists it. Its spec may be a stale read, or under repair: wait a lease.
   if (ctx_.clock.now() - d.since < ctx_.config.lease_duration) return std::nullopt;
-  core::SplitRecord r = core::rebuild_residual_without_spec(id, *origin, epoch, parent, problem);
-  r.children = named_residuals_of(id);
-  return r;
+  if (parent && core::names_child(*parent, id)) {
+    core::SplitRecord r = core::park_residual_without_spec(id, *origin, epoch, problem);
+    r.children = named_residuals_of(id);
+    return r;
+  }
+  drop_unnamed_residual(id, *origin, parent, d);
+  return std::nullopt;
+}
+
+// What is left of a residual its parent does not name, with no usable spec (a cut that never
+// landed, then damaged): nothing to rebuild. Once the tenancy that cut it is over, or its parent
+// exists nowhere, it can never be named: its spec and any unreadable record are removed (guarded)
+// and the damage forgotten; until then the next pass looks again.
+void Leadership::drop_unnamed_residual(const std::string& id, const core::SplitOrigin& origin,
+                                       const core::SplitRecord* parent, const Damage& d) {
+  if (parent) {
+    if (core::pending_child_fate(core::pending_child(id, 0, origin), parent) !=
+        core::ChildFate::orphan) {
+      return;
+    }
+  } else if (leader_views_.split_damage().count(origin.split) ||
+             leader_views_.pending().count(origin.split)) {
+    return;  // its parent is being healed, or is itself pending
+  }
+  if (auto spec = ctx_.store.get(core::spec_key(id))) {
+    if (!ctx_.store.erase(core::spec_key(id), spec->revision).ok) return;
+  }
+  if (!d.deleted && !ctx_.store.erase(core::split_key(id), d.rev).ok) return;
+  log().warn("etlc: {}: removed what was left of residual '{}' ({}): split '{}' never named it",
+             ctx_.instance, id, d.error, origin.split);
+  leader_views_.split_damage().erase(id);
 }
 
 // A record rebuilt from its spec takes back the cuts made from it (core::apply_cuts). A last

@@ -91,6 +91,8 @@ class Leadership {
   void find_missing_splits();
   std::vector<std::string> named_residuals_of(const std::string& id) const;
   bool apply_cuts_of(const std::string& id, core::SplitRecord& r, const Damage& d);
+  void drop_unnamed_residual(const std::string& id, const core::SplitOrigin& origin,
+                             const core::SplitRecord* parent, const Damage& d);
   void repair_seeded(const PlannedSplit& s);
   bool rewrite_spec(const PlannedSplit& s, bool confirm);
   // planning.cpp

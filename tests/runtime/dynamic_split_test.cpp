@@ -395,6 +395,33 @@ TEST(DynamicSplit, a_residual_that_lost_record_and_spec_is_parked_and_the_job_st
   EXPECT_EQ(b.ever_granted.count(child), 0u);
 }
 
+// A cut that wrote its residual's spec and died, the spec then garbled: no record, no usable
+// spec, no parent naming it. Once the tenancy that cut it is over it can never be named: the
+// leader removes the spec instead of rebuilding a record for it (sim operator 44943).
+TEST(DynamicSplit, an_unnamed_residuals_damaged_spec_is_removed_once_its_tenancy_is_over) {
+  Fleet fleet(std::make_shared<TestPlanner>(make_splits(1, 1000)));
+  Node& a = fleet.add("a", one_lane);
+  ASSERT_TRUE(fleet.run_until([&] { return a.held().size() == 1; }));
+  const std::uint64_t epoch = split_record(fleet, "s000")->epoch;
+  ASSERT_TRUE(
+      a.coord->split("s000", SplitProgress{100, "end=800", 100}, SplitResidual{"800..", 200}, epoch)
+          .durable());
+  const std::string lost = core::child_split_id("s000", epoch, 2);  // the next cut's
+  ASSERT_TRUE(fleet.mem->create(core::spec_key(lost), "{garbage"));
+  fleet.crash("a");
+  Node& b = fleet.add("b", [](CoordinatorConfig& c) {
+    c.max_in_flight = 2;
+    c.dynamic_splitting = true;
+  });
+  ASSERT_TRUE(fleet.run_until([&] { return !fleet.mem->get(core::spec_key(lost)); }, 30s));
+  EXPECT_FALSE(fleet.mem->get(core::split_key(lost)));
+  EXPECT_EQ(b.ever_granted.count(lost), 0u);
+  ASSERT_TRUE(fleet.run_until([&] { return b.held().size() == 2; }, 30s));
+  complete_held(fleet);
+  ASSERT_TRUE(fleet.run_until([&] { return b.count<AllComplete>() > 0; }, 30s));
+  EXPECT_EQ(b.all<AllComplete>().front().completed, 2u);
+}
+
 // A lane that never answers (a source that cannot split, or an event loop that ignores the
 // event): after split_request_timeout the request is dropped and not made again in that tenancy,
 // so it costs two publishes, then the fleet is quiet.
