@@ -205,6 +205,9 @@ std::optional<core::SplitRecord> Leadership::rebuild(const std::string& id, cons
   if (!last) {
     if (auto v = leader_views_.splits().find(id); v != leader_views_.splits().end()) {
       last = v->second.rec;
+    } else if (auto p = leader_views_.pending().find(id); p != leader_views_.pending().end()) {
+      last = p->second.rec;  // a pending residual's record garbled: its epoch counts too (sim
+                             // operator 649 rebuilt it at the epoch it already had)
     }
   }
   const auto lease = views_.leases().find(id);

@@ -614,8 +614,10 @@ TEST(SimRegression, RepairsKeepResidualsRight_Operator318_282_131) {
   // without its residuals (it now rebuilds as healing does, with the cuts). 34533: a residual
   // whose record and spec were both destroyed could not be rebuilt, and the re-plan's header
   // counted one split too few and wrote `complete` (it is now parked for its spec: stalled).
-  // 44943: an unnamed residual's damaged spec with no record is removed, not rebuilt.
-  for (std::uint64_t seed : {318, 282, 131, 22985, 34533, 44943}) {
+  // 44943: an unnamed residual's damaged spec with no record is removed, not rebuilt. 649: a
+  // pending record garbled was rebuilt at the epoch it had (the leader looked for it in the
+  // runnable splits only).
+  for (std::uint64_t seed : {318, 282, 131, 22985, 34533, 44943, 649}) {
     const RunResult r = run(seed, "operator", "split=1");
     EXPECT_TRUE(r.ok()) << r.report();
     EXPECT_GT(r.history.cuts, 0u) << "seed " << seed;
