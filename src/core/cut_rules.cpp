@@ -12,12 +12,15 @@
 namespace etlc::core {
 
 namespace {
-// '~', 20 digits of epoch, '.', and the cut's number (at most kMaxChildrenPerSplit: 2 digits).
+// '~', 20 digits of epoch, '.', and the cut's number (at most kMaxChildNumber: 2 digits).
 constexpr std::size_t kChildSuffixBytes = 1 + 20 + 1 + 2;
-static_assert(kMaxChildrenPerSplit < 100);
+static_assert(kMaxChildrenPerSplit < kMaxChildNumber && kMaxChildNumber < 100);
 }  // namespace
 
 std::string child_split_id(std::string_view parent, std::uint64_t epoch, std::size_t n) {
+  if (n == 0 || n > kMaxChildNumber) {
+    throw ConfigError(fmt::format("a residual's number is 1..{}, not {}", kMaxChildNumber, n));
+  }
   std::string id = fmt::format("{}~{}.{}", parent, epoch, n);
   validate_id(id, "the id of a split's residual");
   return id;
@@ -41,9 +44,11 @@ std::optional<SplitOrigin> residual_origin(std::string_view id) {
   const std::size_t tilde = id.rfind('~');
   const std::size_t dot = id.rfind('.');
   std::uint64_t epoch = 0;
+  constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
   for (char c : id.substr(tilde + 1, dot - tilde - 1)) {
-    if (epoch > (std::numeric_limits<std::uint64_t>::max() - 9) / 10) return std::nullopt;
-    epoch = epoch * 10 + static_cast<std::uint64_t>(c - '0');
+    const auto digit = static_cast<std::uint64_t>(c - '0');
+    if (epoch > (kMax - digit) / 10) return std::nullopt;
+    epoch = epoch * 10 + digit;
   }
   return SplitOrigin{std::string(id.substr(0, tilde)), epoch};
 }

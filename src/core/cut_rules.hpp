@@ -19,9 +19,14 @@
 
 namespace etlc::core {
 
+// The largest n of a residual's id (two digits: kMaxChildrenPerSplit, plus the few a tenancy
+// skips past its own cuts that never landed).
+inline constexpr std::size_t kMaxChildNumber = 99;
+
 // "{parent}~{epoch}.{n}": deterministic for the n-th cut (1-based) made in that tenancy, and
-// unique, since an epoch names one tenancy. Throws ConfigError when it would exceed
-// kMaxSplitIdBytes (a split cut so often that its descendants' ids no longer fit).
+// unique, since an epoch names one tenancy. Throws ConfigError when n is outside
+// 1..kMaxChildNumber or the id would exceed kMaxSplitIdBytes (a split cut so often that its
+// descendants' ids no longer fit).
 std::string child_split_id(std::string_view parent, std::uint64_t epoch, std::size_t n);
 
 // Whether `id` ends in "~{digits}.{digits}", the form child_split_id gives. Planned ids may not

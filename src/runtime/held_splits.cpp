@@ -565,12 +565,7 @@ CommitResult HeldSplits::split(std::string_view id, const SplitProgress& progres
                                  id, h->record.children.size()));
   }
   std::string child;
-  try {
-    child = core::child_split_id(h->id, h->epoch, h->record.children.size() + 1);
-  } catch (const ConfigError& e) {
-    throw UsageError(fmt::format("split of '{}': {}", id, e.what()));
-  }
-  if (auto r = create_residual(*h, child, progress, residual)) return *r;
+  if (auto r = create_residual(*h, progress, residual, child)) return *r;
   CommitResult r =
       write_record(*h, core::cut_parent(h->record, progress, child, residual.weight), "split");
   if (r.durable()) {
@@ -581,80 +576,95 @@ CommitResult HeldSplits::split(std::string_view id, const SplitProgress& progres
 }
 
 // Steps 1 and 2 of the cut: spec.{child} (with the parent's progress after the cut, which a
-// parent rebuilt from its spec resumes from), then its pending record. What an earlier attempt
-// of this tenancy left at the child's id is replaced (`leftover`); nullopt when both are there.
-std::optional<CommitResult> HeldSplits::create_residual(const Held& h, const std::string& child,
+// parent rebuilt from its spec resumes from), then its pending record; nullopt when both are
+// there, with `child` set. The child is the tenancy's next, {P}~{E}.{n} with n the number of
+// children P names plus one, unless an earlier cut of this tenancy that never landed left a
+// different residual's spec there (the lane closed, the split adopted again at E): then the next
+// n. Specs are never rewritten (a stale read of a rewritten one would give a claimer the wrong
+// range); the leftover is an orphan, deleted by the leader once the tenancy is over.
+std::optional<CommitResult> HeldSplits::create_residual(const Held& h,
                                                         const SplitProgress& progress,
-                                                        const SplitResidual& residual) {
-  const core::SpecRecord spec{SplitSpec{child, residual.descriptor, residual.weight}, progress};
+                                                        const SplitResidual& residual,
+                                                        std::string& child) {
   const core::SplitOrigin origin{h.id, h.epoch};
-  const core::SplitRecord pending = core::pending_child(child, residual.weight, origin);
-  // The same residual: a retry of this cut (its progress may have moved on since; the end, which
-  // the cut fixed, has not).
-  auto same_spec = [&](std::string_view bytes) {
-    const core::SpecRecord seen = core::decode_spec(core::spec_key(child), bytes);
-    return seen.spec == spec.spec && seen.parent_progress.has_value();
-  };
-  // Ours in any status: the leader may have made it runnable (even granted it) after our cut
-  // landed with an unknown outcome, or rebuilt it pending at an epoch of its own after damage.
-  auto same_record = [&](std::string_view bytes) {
-    const core::SplitRecord r = core::decode_split(core::split_key(child), bytes);
-    return r.cut_from == origin &&
-           (r.status != core::SplitStatus::pending || (r.weight == pending.weight && !r.owner));
-  };
-  if (auto r = create_residual_part(core::spec_key(child), core::encode(spec), child, same_spec,
-                                    [&] { return leftover(child); })) {
-    return r;
-  }
-  return create_residual_part(core::split_key(child), core::encode(pending), child, same_record,
-                              [&] { return leftover(child); });
-}
-
-// Whether what sits at `child` (an id of this tenancy's next cut, which the parent's record we
-// hold does not name) is a leftover of an earlier cut of this tenancy whose parent CAS never
-// landed: its record absent, unreadable or pending. Such a residual can never be named (only
-// this tenancy names its ids, each once, in order) nor claimed, so replacing it is safe; left in
-// place it would refuse every later cut of this tenancy (an adopt at the same epoch).
-bool HeldSplits::leftover(const std::string& child) {
-  const std::string key = core::split_key(child);
-  const std::optional<Entry> cur = ctx_.store.get(key);
-  if (!cur) return true;
-  try {
-    return core::decode_split(key, cur->value).status == core::SplitStatus::pending;
-  } catch (const core::RecordError&) {
-    return true;
-  }
-}
-
-std::optional<CommitResult> HeldSplits::create_residual_part(
-    const std::string& key, const std::string& bytes, const std::string& split_id,
-    const std::function<bool(std::string_view)>& same, const std::function<bool()>& leftover) {
-  try {
-    if (ctx_.store.create(key, bytes).ok) return std::nullopt;
-    std::optional<Entry> cur = ctx_.store.get(key);
-    if (!cur) return CommitResult{CommitStatus::retryable, fmt::format("{} read as absent", key)};
-    bool ours = false;
+  const std::size_t first = h.record.children.size() + 1;
+  for (std::size_t n = first; n <= std::min(first + kLeftoversSkipped, core::kMaxChildNumber);
+       ++n) {
     try {
-      ours = same(cur->value);
-    } catch (const core::RecordError&) {
-      ours = false;
+      child = core::child_split_id(h.id, h.epoch, n);
+    } catch (const ConfigError& e) {
+      throw UsageError(fmt::format("split of '{}': {}", h.id, e.what()));
     }
-    if (ours) return std::nullopt;
-    if (!leftover()) {
-      throw UsageError(fmt::format(
-          "split: the residual '{}' exists already as another residual ({})", split_id, key));
-    }
-    if (ctx_.store.update(key, bytes, cur->revision).ok) {
-      log().info("etlc: {}: replaced '{}', left by an earlier cut of this tenancy", ctx_.instance,
-                 key);
+    const core::SpecRecord spec{SplitSpec{child, residual.descriptor, residual.weight}, progress};
+    // The same residual: a retry of this cut (its progress may have moved on since; the end,
+    // which the cut fixed, has not).
+    const Placed placed = place(core::spec_key(child), core::encode(spec), [&](const Entry& e) {
+      const core::SpecRecord seen = core::decode_spec(e.key, e.value);
+      return seen.spec == spec.spec && seen.parent_progress.has_value();
+    });
+    if (placed.status == Placed::taken) continue;
+    if (placed.status == Placed::retry) return placed.why;
+    return create_pending(child, core::pending_child(child, residual.weight, origin));
+  }
+  throw UsageError(fmt::format(
+      "split of '{}': the ids of its next {} residuals are taken by cuts of epoch {} that never "
+      "landed",
+      h.id, kLeftoversSkipped + 1, h.epoch));
+}
+
+// Step 2: the pending record of a residual whose spec is ours. Ours in any status: the leader may
+// have made it runnable (even granted it) after our cut landed with an unknown outcome, or
+// rebuilt it pending from our spec. A pending record of this tenancy that is not ours (an
+// earlier cut whose spec an operator removed) is unnamed and never claimable: replaced by CAS.
+// Anything else, an unreadable record included, is left to the leader's healing (retryable).
+std::optional<CommitResult> HeldSplits::create_pending(const std::string& child,
+                                                       const core::SplitRecord& pending) {
+  std::optional<core::SplitRecord> seen;
+  const Placed placed = place(core::split_key(child), core::encode(pending), [&](const Entry& e) {
+    seen = core::decode_split(e.key, e.value);
+    return seen->cut_from == pending.cut_from && (seen->status != core::SplitStatus::pending ||
+                                                  (seen->weight == pending.weight && !seen->owner));
+  });
+  if (placed.status == Placed::here) return std::nullopt;
+  if (placed.status == Placed::retry) return placed.why;
+  if (!seen || seen->status != core::SplitStatus::pending || seen->cut_from != pending.cut_from) {
+    return CommitResult{CommitStatus::retryable,
+                        fmt::format("split.{} holds a record this cut cannot use; the leader heals "
+                                    "it",
+                                    child)};
+  }
+  try {
+    if (ctx_.store.update(core::split_key(child), core::encode(pending), placed.rev).ok) {
       return std::nullopt;
     }
-    return CommitResult{CommitStatus::retryable, fmt::format("{} changed meanwhile", key)};
+  } catch (const StoreError& e) {
+    if (!e.retryable()) throw;
+    ctx_.metrics.store_failure();
+  }
+  return CommitResult{CommitStatus::retryable, fmt::format("split.{} changed meanwhile", child)};
+}
+
+// Creates `bytes` at `key`, or finds what is there: `here` when it is `ours` (an earlier attempt
+// of this very cut), `taken` (with its revision) when it is something else or unreadable.
+HeldSplits::Placed HeldSplits::place(const std::string& key, const std::string& bytes,
+                                     const std::function<bool(const Entry&)>& ours) {
+  try {
+    if (ctx_.store.create(key, bytes).ok) return Placed{Placed::here, 0, {}};
+    const std::optional<Entry> cur = ctx_.store.get(key);
+    if (!cur) {
+      return Placed{Placed::retry, 0,
+                    CommitResult{CommitStatus::retryable, fmt::format("{} read as absent", key)}};
+    }
+    try {
+      if (ours(*cur)) return Placed{Placed::here, cur->revision, {}};
+    } catch (const core::RecordError&) {
+    }
+    return Placed{Placed::taken, cur->revision, {}};
   } catch (const StoreError& e) {
     if (!e.retryable()) throw;
     ctx_.metrics.store_failure();
     // An unknown outcome is settled by the retry: it finds what landed and takes it as its own.
-    return CommitResult{CommitStatus::retryable, e.what()};
+    return Placed{Placed::retry, 0, CommitResult{CommitStatus::retryable, e.what()}};
   }
 }
 

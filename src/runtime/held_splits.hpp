@@ -154,16 +154,19 @@ class HeldSplits {
   void push_locked(Event e) ETLC_REQUIRES(mu_);
   CommitResult terminal_write(Held& h, core::SplitRecord next, const char* what)
       ETLC_REQUIRES(h.io);
-  std::optional<CommitResult> create_residual(const Held& h, const std::string& child,
-                                              const SplitProgress& progress,
-                                              const SplitResidual& residual);
-  bool leftover(const std::string& child);
-  // Creates `bytes` at `key`, or finds it there already (an earlier attempt of this very cut:
-  // `same`), or replaces what is there (`leftover`): nullopt when it is there now, else why not
-  // (retryable). Throws UsageError when another residual is there.
-  std::optional<CommitResult> create_residual_part(
-      const std::string& key, const std::string& bytes, const std::string& split_id,
-      const std::function<bool(std::string_view)>& same, const std::function<bool()>& leftover);
+  // Residual ids of the tenancy skipped past ones taken by its own earlier cuts, at most.
+  static constexpr std::size_t kLeftoversSkipped = 4;
+  std::optional<CommitResult> create_residual(const Held& h, const SplitProgress& progress,
+                                              const SplitResidual& residual, std::string& child);
+  std::optional<CommitResult> create_pending(const std::string& child,
+                                             const core::SplitRecord& pending);
+  struct Placed {
+    enum Status : std::uint8_t { here, taken, retry } status = retry;
+    Revision rev = 0;  // taken: the revision of what is there
+    CommitResult why;  // retry: why
+  };
+  Placed place(const std::string& key, const std::string& bytes,
+               const std::function<bool(const Entry&)>& ours);
 
   const MemberContext& ctx_;
   mutable Mutex mu_;

@@ -178,34 +178,47 @@ TEST(DynamicSplit, a_residual_its_parent_does_not_name_is_never_claimed) {
 
 // An earlier cut of this tenancy left its residual's spec and pending record, and its parent
 // CAS never landed (the lane closed; the split adopted again at the same epoch). The next cut
-// of the tenancy gets the same id: it replaces the leftover rather than refusing the cut (which
-// would fail the split and use an attempt).
-TEST(DynamicSplit, a_leftover_of_an_earlier_cut_of_the_same_tenancy_is_replaced) {
+// of the tenancy would take the same id: it takes the next one instead, never rewriting a spec
+// (a stale read of a rewritten spec would give a claimer the wrong range) and never refusing the
+// cut (which would fail the split and use an attempt). The leftover is deleted once the tenancy
+// is over.
+TEST(DynamicSplit, a_leftover_of_an_earlier_cut_of_the_same_tenancy_is_skipped) {
   Fleet fleet(std::make_shared<TestPlanner>(make_splits(1, 1000)));
   Node& a = fleet.add("a", one_lane);
   ASSERT_TRUE(fleet.run_until([&] { return a.held().size() == 1; }));
   const std::uint64_t epoch = split_record(fleet, "s000")->epoch;
-  const std::string child = core::child_split_id("s000", epoch, 1);
-  ASSERT_TRUE(fleet.mem->create(core::spec_key(child),
-                                core::encode(core::SpecRecord{SplitSpec{child, "700..", 300},
-                                                              SplitProgress{50, "700", 50}})));
+  const std::string leftover = core::child_split_id("s000", epoch, 1);
+  const std::string child = core::child_split_id("s000", epoch, 2);
+  const std::string old_spec = core::encode(
+      core::SpecRecord{SplitSpec{leftover, "700..", 300}, SplitProgress{50, "700", 50}});
+  ASSERT_TRUE(fleet.mem->create(core::spec_key(leftover), old_spec));
   ASSERT_TRUE(fleet.mem->create(
-      core::split_key(child),
-      core::encode(core::pending_child(child, 300, core::SplitOrigin{"s000", epoch}))));
+      core::split_key(leftover),
+      core::encode(core::pending_child(leftover, 300, core::SplitOrigin{"s000", epoch}))));
   const CommitResult r = a.coord->split("s000", SplitProgress{100, "end=600", 100},
                                         SplitResidual{"600..", 400}, epoch);
   ASSERT_TRUE(r.durable()) << r.detail;
+  EXPECT_EQ(fleet.mem->get(core::spec_key(leftover))->value, old_spec) << "specs never change";
   auto spec = fleet.mem->get(core::spec_key(child));
   ASSERT_TRUE(spec);
   EXPECT_EQ(core::decode_spec(spec->key, spec->value),
             (core::SpecRecord{SplitSpec{child, "600..", 400}, SplitProgress{100, "end=600", 100}}));
+  EXPECT_EQ(split_record(fleet, "s000")->children, std::vector<std::string>{child});
   ASSERT_TRUE(fleet.run_until(
       [&] {
         auto c = split_record(fleet, child);
         return c && c->status == core::SplitStatus::runnable && c->weight == 400;
       },
       10s));
-  EXPECT_EQ(split_record(fleet, "s000")->children, std::vector<std::string>{child});
+  EXPECT_EQ(split_record(fleet, leftover)->status, core::SplitStatus::pending);
+  ASSERT_TRUE(a.coord->complete("s000", SplitProgress{600, "end=600", 600}).durable());
+  ASSERT_TRUE(fleet.run_until(
+      [&] {
+        return !fleet.mem->get(core::split_key(leftover)) &&
+               !fleet.mem->get(core::spec_key(leftover));
+      },
+      10s));
+  EXPECT_EQ(a.ever_granted.count(leftover), 0u);
 }
 
 // A pending record whose parent does not exist (no record, no spec: a stray writer's, or left
