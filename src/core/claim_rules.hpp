@@ -104,6 +104,8 @@ struct ClaimFacts {
   // stale replica, a session renewed under a new nonce). A takeover waits until they agree:
   // judged now it could consume an attempt from a live owner or waive one for a dead owner (sim
   // chaos 6848: a stale read of the owner's session before its new nonce quarantined its split).
+  // Both behind in the same direction at once (a lagging watch and a stale replica) still
+  // misjudge; the store contract rules out the stale replica (NATS reads from the stream leader).
   bool owner_session_unsure = false;
   // spec.{id} cannot be used (unreadable, or missing for two leases): what is wrong with it.
   std::optional<std::string> spec_problem;

@@ -35,6 +35,7 @@ void Leadership::tend_residuals(TimePoint now) {
     auto it = leader_views_.splits().find(v.rec.cut_from->split);  // a pending record has one
     if (it != leader_views_.splits().end()) parent = &it->second.rec;
     core::ChildFate fate = core::pending_child_fate(v.rec, parent);
+    if (parent) parentless_checked_.erase(id);  // "parentless for a lease" starts again
     if (!parent && parent_unknown(id, v, now)) fate = core::ChildFate::orphan;
     if (fate != core::ChildFate::wait) todo.emplace_back(id, fate);
   }
@@ -79,6 +80,7 @@ bool Leadership::parent_unknown(const std::string& id, const SplitView& v, TimeP
   const std::string& parent = v.rec.cut_from->split;
   if (!leader_views_.caught_up() || leader_views_.pending().count(parent) ||
       leader_views_.split_damage().count(parent)) {
+    parentless_checked_.erase(id);
     return false;
   }
   auto [it, fresh] = parentless_checked_.try_emplace(id, now);

@@ -23,7 +23,10 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <optional>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -174,27 +177,30 @@ bool Leadership::heal_split(const std::string& id, Damage& d) {
 // (sim operator 131); it resumes from the progress its last cut recorded in the residual's spec
 // (cuts_of, core::apply_cuts), whose state carries its end.
 std::vector<std::string> Leadership::named_residuals_of(const std::string& id) const {
-  std::vector<std::pair<std::pair<std::uint64_t, std::uint64_t>, std::string>> found;
-  std::vector<std::pair<std::string, const SplitView*>> candidates;
-  for (const auto& [child, v] : leader_views_.splits()) candidates.emplace_back(child, &v);
+  std::map<std::string, std::uint64_t> found;  // residual -> epoch of the cut
+  auto consider = [&](const std::string& child, const std::optional<core::SplitOrigin>& origin) {
+    if (origin && origin->split == id) found.emplace(child, origin->epoch);
+  };
+  for (const auto& [child, v] : leader_views_.splits()) consider(child, v.rec.cut_from);
   // Pending ones too: one may be named already (its flip not seen), and naming one that was not
   // costs a replay of its rows, where dropping a named one would lose them.
-  for (const auto& [child, v] : leader_views_.pending()) candidates.emplace_back(child, &v);
-  for (const auto& [child, vp] : candidates) {
-    const SplitView& v = *vp;
-    if (!v.rec.cut_from || v.rec.cut_from->split != id) continue;
-    const std::size_t dot = child.rfind('.');
-    std::uint64_t n = 0;
-    if (dot != std::string::npos && core::residual_id_form(child)) {
-      for (char c : std::string_view(child).substr(dot + 1)) {
-        n = n * 10 + static_cast<std::uint64_t>(c - '0');
-      }
-    }
-    found.push_back({{v.rec.cut_from->epoch, n}, child});
+  for (const auto& [child, v] : leader_views_.pending()) consider(child, v.rec.cut_from);
+  // Damaged ones too (damaged with their parent): healing rebuilds them after it, and dropped
+  // here they would be orphans whose rows the parent reads again.
+  for (const auto& [child, d] : leader_views_.split_damage()) {
+    consider(child, d.last && d.last->cut_from ? d.last->cut_from : core::residual_origin(child));
   }
-  std::sort(found.begin(), found.end());
+  std::vector<std::tuple<std::uint64_t, std::uint64_t, std::string>> order;
+  for (const auto& [child, epoch] : found) {
+    std::uint64_t n = 0;
+    for (char c : std::string_view(child).substr(child.rfind('.') + 1)) {
+      n = n * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    order.emplace_back(epoch, n, child);
+  }
+  std::sort(order.begin(), order.end());
   std::vector<std::string> out;
-  for (auto& f : found) out.push_back(std::move(f.second));
+  for (auto& o : order) out.push_back(std::move(std::get<2>(o)));
   return out;
 }
 
@@ -263,8 +269,10 @@ void Leadership::drop_unnamed_residual(const std::string& id, const core::SplitO
       return;
     }
   } else if (leader_views_.split_damage().count(origin.split) ||
-             leader_views_.pending().count(origin.split)) {
-    return;  // its parent is being healed, or is itself pending
+             leader_views_.pending().count(origin.split) ||
+             ctx_.store.get(core::split_key(origin.split)) ||
+             ctx_.store.get(core::spec_key(origin.split))) {
+    return;  // its parent is being healed, is itself pending, or exists beyond the view
   }
   if (auto spec = ctx_.store.get(core::spec_key(id))) {
     if (!ctx_.store.erase(core::spec_key(id), spec->revision).ok) return;
@@ -297,7 +305,7 @@ bool Leadership::apply_cuts_of(const std::string& id, core::SplitRecord& r, cons
   if (ctx_.clock.now() - d.since < ctx_.config.lease_duration) return false;
   log().warn(
       "etlc: {}: rebuilding split record '{}' without the end of its last {} cuts (their "
-      "residuals' specs are unreadable): their rows will be read twice",
+      "residuals' specs are unreadable or from an older release): their rows will be read twice",
       ctx_.instance, id, unusable);
   return true;
 }

@@ -19,6 +19,7 @@ void LeaderViews::ensure_watches() {
     pending_.clear();
     parents_.clear();
     residuals_ = 0;
+    origins_.clear();
     split_damage_.clear();
     parked_specs_.clear();
     completed_ = quarantined_ = 0;
@@ -84,7 +85,12 @@ void LeaderViews::count(const core::SplitRecord& r, bool add) {
   } else {
     weights_.remove(r);
   }
-  if (r.cut_from) residuals_ = add ? residuals_ + 1 : residuals_ - 1;
+  if (r.cut_from) {
+    residuals_ = add ? residuals_ + 1 : residuals_ - 1;
+    auto& n = origins_[r.cut_from->split];
+    n = add ? n + 1 : n - 1;
+    if (n == 0) origins_.erase(r.cut_from->split);
+  }
   if (!r.children.empty()) {
     if (add) {
       parents_.insert(r.id);

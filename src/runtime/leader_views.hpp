@@ -67,7 +67,10 @@ class LeaderViews {
   const std::set<std::string>& parents() const { return parents_; }
   // Residuals in the view: records with cut_from, pending ones included.
   std::uint64_t residuals() const { return residuals_ + pending_.size(); }
+  // Whether runnable (or finished) residuals cut from `parent` are in the view.
+  bool has_residuals(const std::string& parent) const { return origins_.count(parent) > 0; }
   std::map<std::string, Damage>& split_damage() { return split_damage_; }
+  const std::map<std::string, Damage>& split_damage() const { return split_damage_; }
   const std::set<std::string>& parked_specs() const { return parked_specs_; }
   const std::set<std::string>& cordons() const { return cordons_; }
   std::uint64_t completed() const { return completed_; }
@@ -103,7 +106,8 @@ class LeaderViews {
   WatchSlot splits_watch_, cordons_watch_;
   std::unordered_map<std::string, SplitView> splits_;
   std::unordered_map<std::string, SplitView> pending_;
-  std::uint64_t residuals_ = 0;    // records in splits_ with cut_from
+  std::uint64_t residuals_ = 0;                             // records in splits_ with cut_from
+  std::unordered_map<std::string, std::uint32_t> origins_;  // cut_from.split -> such records
   std::set<std::string> parents_;  // ids in splits_ whose records name children
   std::map<std::string, Damage> split_damage_;
   std::set<std::string> parked_specs_;  // splits parked for their spec (core/repair_rules.hpp)

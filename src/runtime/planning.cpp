@@ -163,9 +163,18 @@ std::vector<const PlannedSplit*> Leadership::next_seed_slice() {
     // new: a fresh record at epoch 0 would let the old tenancy's writes through.
     if (job.repair) repair_seeded(s);
     const auto& splits = leader_views_.splits();
-    if (!splits.count(s.spec.id) && !leader_views_.split_damage().count(s.spec.id)) {
-      slice.push_back(&s);
+    auto& damage = leader_views_.split_damage();
+    if (splits.count(s.spec.id) || damage.count(s.spec.id)) continue;
+    if (leader_views_.has_residuals(s.spec.id)) {
+      // Cut before its record was lost (deleted while no leader watched): seeded afresh it
+      // would read its residuals' rows again. Its spec is put back from the plan if it is gone
+      // too, and healing rebuilds the record with its cuts (healing.cpp).
+      rewrite_spec(s, false);
+      damage[s.spec.id] =
+          Damage{0, true, ctx_.clock.now(), "missing (residuals cut from it exist)", std::nullopt};
+      continue;
     }
+    slice.push_back(&s);
   }
   return slice;
 }

@@ -435,6 +435,88 @@ TEST(DynamicSplit, an_unnamed_residuals_damaged_spec_is_removed_once_its_tenancy
   EXPECT_EQ(b.all<AllComplete>().front().completed, 2u);
 }
 
+// Two cuts named, then the parent's record and its second residual's record both garbled, with a
+// leader that never read them: the parent is rebuilt first (by id), and must name the damaged
+// residual too, or that residual would be judged an orphan and deleted while the parent reads
+// its rows again. Both come back; each reads its own range.
+TEST(DynamicSplit, a_parent_and_its_residual_destroyed_together_come_back_with_the_cut) {
+  Fleet fleet(std::make_shared<TestPlanner>(make_splits(1, 1000)));
+  Node& a = fleet.add("a", one_lane);
+  ASSERT_TRUE(fleet.run_until([&] { return a.held().size() == 1; }));
+  const std::uint64_t epoch = split_record(fleet, "s000")->epoch;
+  ASSERT_TRUE(
+      a.coord->split("s000", SplitProgress{100, "end=800", 100}, SplitResidual{"800..", 200}, epoch)
+          .durable());
+  ASSERT_TRUE(
+      a.coord->split("s000", SplitProgress{100, "end=600", 100}, SplitResidual{"600..", 200}, epoch)
+          .durable());
+  const std::string first = core::child_split_id("s000", epoch, 1);
+  const std::string second = core::child_split_id("s000", epoch, 2);
+  ASSERT_TRUE(fleet.run_until(
+      [&] {
+        auto r = split_record(fleet, second);
+        return r && r->status == core::SplitStatus::runnable;
+      },
+      10s));
+  fleet.crash("a");
+  garble(fleet, core::split_key("s000"));
+  garble(fleet, core::split_key(second));
+  Node& b = fleet.add("b", [](CoordinatorConfig& c) {
+    c.max_in_flight = 3;
+    c.dynamic_splitting = true;
+  });
+  ASSERT_TRUE(fleet.run_until(
+      [&] {
+        auto p = split_record(fleet, "s000");
+        auto c = split_record(fleet, second);
+        return p && p->epoch > epoch && c && c->status == core::SplitStatus::runnable;
+      },
+      30s));
+  EXPECT_EQ(split_record(fleet, "s000")->children, (std::vector<std::string>{first, second}));
+  EXPECT_EQ(split_record(fleet, "s000")->progress, (SplitProgress{100, "end=600", 100}));
+  EXPECT_TRUE(fleet.mem->get(core::spec_key(second)));
+  ASSERT_TRUE(fleet.run_until([&] { return b.held().size() == 3; }, 30s));
+  complete_held(fleet);
+  ASSERT_TRUE(fleet.run_until([&] { return b.count<AllComplete>() > 0; }, 30s));
+  EXPECT_EQ(b.all<AllComplete>().front().completed, 3u);
+}
+
+// A parent's record and spec deleted while no leader watched: the repair re-plan lists it, but
+// seeded afresh it would read its residual's rows again. It is rebuilt with its cut instead.
+TEST(DynamicSplit, a_parent_whose_record_and_spec_were_deleted_comes_back_with_its_cut) {
+  Fleet fleet(std::make_shared<TestPlanner>(make_splits(1, 1000)));
+  Node& a = fleet.add("a", one_lane);
+  ASSERT_TRUE(fleet.run_until([&] { return a.held().size() == 1; }));
+  const std::uint64_t epoch = split_record(fleet, "s000")->epoch;
+  ASSERT_TRUE(
+      a.coord->split("s000", SplitProgress{100, "end=800", 100}, SplitResidual{"800..", 200}, epoch)
+          .durable());
+  const std::string child = core::child_split_id("s000", epoch, 1);
+  ASSERT_TRUE(fleet.run_until(
+      [&] {
+        auto r = split_record(fleet, child);
+        return r && r->status == core::SplitStatus::runnable;
+      },
+      10s));
+  fleet.crash("a");
+  erase_record(fleet, core::split_key("s000"));
+  erase_record(fleet, core::spec_key("s000"));
+  Node& b = fleet.add("b", [](CoordinatorConfig& c) {
+    c.max_in_flight = 2;
+    c.dynamic_splitting = true;
+  });
+  ASSERT_TRUE(fleet.run_until(
+      [&] {
+        auto p = split_record(fleet, "s000");
+        return p && fleet.mem->get(core::spec_key("s000"));
+      },
+      60s));
+  const auto p = split_record(fleet, "s000");
+  EXPECT_EQ(p->children, std::vector<std::string>{child});
+  EXPECT_EQ(p->progress, (SplitProgress{100, "end=800", 100}));
+  EXPECT_GT(p->epoch, epoch);
+}
+
 // A lane that never answers (a source that cannot split, or an event loop that ignores the
 // event): after split_request_timeout the request is dropped and not made again in that tenancy,
 // so it costs two publishes, then the fleet is quiet.
