@@ -25,7 +25,8 @@ Leadership::Leadership(const MemberContext& ctx, Deps deps, std::string nonce, s
       leader_rev_(leader_rev),
       delay_(ctx.config.rebalance_delay),
       next_plan_at_(now),
-      plan_backoff_(kPlanRetryMin) {
+      plan_backoff_(kPlanRetryMin),
+      confirm_quarantines_(warm.has_value()) {
   // Start with no memory of departure times: members whose assignment records exist but whose
   // sessions are gone get a fresh window from now, so a leader change does not rush a move.
   for (const auto& [id, v] : views_.assigns()) {

@@ -111,6 +111,7 @@ class Leadership {
   // False while a plan write with an unknown outcome could still land (healing.cpp).
   bool plan_settled();
   void update_tallies(TimePoint now);
+  void confirm_quarantines();
   // The splits of the job the view counts: every record in it, and the residuals their parents
   // name that are not runnable yet (pending, damaged or unseen).
   std::uint64_t splits_counted() const {
@@ -198,6 +199,8 @@ class Leadership {
   // tallies it was sent with, until the record moves past that revision.
   std::optional<Revision> plan_in_doubt_;
   std::optional<TimePoint> split_view_short_since_;
+  // Elected with the standby's warm views: the first tallies wait for confirm_quarantines().
+  bool confirm_quarantines_ = false;
   bool split_view_rewatched_ = false;
   bool missing_splits_listed_ = false;  // find_missing_splits ran for this shortness episode
   std::uint64_t specs_listed_for_ = 0;  // the split snapshot the specs were last listed for

@@ -411,9 +411,34 @@ void Leadership::set_tallies(core::PlanRecord& next) const {
   }
 }
 
+// The standby's warm views may lag the store by the events in flight, and a requeue, the one
+// write that lowers a tally, may be among them: the term's first tallies would count a quarantine
+// the store no longer holds (sim operator 28069: the leader requeued a parked split and was
+// deposed at once). Each quarantine in the view is read once (they are few); a newer record
+// replaces the view's. A store error leaves it for the next step.
+void Leadership::confirm_quarantines() {
+  std::vector<std::pair<std::string, Revision>> quarantined;
+  for (const auto& [id, v] : leader_views_.splits()) {
+    if (v.rec.status == core::SplitStatus::quarantined) quarantined.emplace_back(id, v.rev);
+  }
+  for (const auto& [id, rev] : quarantined) {
+    const std::string key = core::split_key(id);
+    const std::optional<Entry> cur = ctx_.store.get(key);
+    if (!cur || cur->revision <= rev) continue;  // deleted (damage) or no newer: as the view says
+    try {
+      if (leader_views_.put_split(id, core::decode_split(key, cur->value), cur->revision)) {
+        assignment_dirty_ = true;
+      }
+    } catch (const core::RecordError&) {
+    }  // damage: the watch reports it
+  }
+  confirm_quarantines_ = false;
+}
+
 void Leadership::update_tallies(TimePoint now) {
   const auto& view = views_.plan_view();
   if (!view || !view->first.planned) return;
+  if (confirm_quarantines_) confirm_quarantines();
   const core::PlanRecord& plan = view->first;
   if (plan.verdict == core::Verdict::failed) return;  // sticky until an operator clears it
   core::PlanRecord next = plan;

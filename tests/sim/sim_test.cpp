@@ -602,6 +602,14 @@ TEST(SimRegression, ATakeoverWaitsWhileTheViewAndAReadDisagree_Chaos6848) {
   EXPECT_TRUE(r.ok()) << r.report();
 }
 
+// Bug 38: the leader requeued a parked split and was deposed at once; the standby took over with
+// warm split views that had not seen the requeue yet, and its first tallies counted a quarantine
+// the store no longer held. A leader elected from warm views reads its quarantines first.
+TEST(SimRegression, WarmViewsConfirmTheirQuarantinesBeforeTheFirstTallies_Operator28069) {
+  const RunResult r = run(28069, "operator", "split=1");
+  EXPECT_TRUE(r.ok()) << r.report();
+}
+
 // --- the simulator's machinery
 // --------------------------------------------------------------------
 
