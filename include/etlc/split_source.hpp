@@ -126,8 +126,11 @@ class Lane {
   // that progress in the same fenced write that creates the residual's split, before the next
   // step() (so write the new end to a sink in step(), never in split()). If that write never lands
   // (the split is lost first), the next owner resumes from the progress before the cut and reads
-  // the whole range: nothing is lost. The default declines (nullopt), as does a lane too near its
-  // end to cut. Throwing declines too.
+  // the whole range: nothing is lost. A lane whose sink keeps its progress (SinkFence) must not cut
+  // while a batch may still land there (an unknown outcome not settled yet): that batch would
+  // carry the old end, and a lane resumed from the sink's progress would read past the cut.
+  // Settle it first (read the sink's progress) or decline. The default declines (nullopt), as
+  // does a lane too near its end to cut. Throwing declines too.
   virtual std::optional<SplitResidual> split(double keep) {
     (void)keep;
     return std::nullopt;

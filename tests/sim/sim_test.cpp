@@ -610,6 +610,14 @@ TEST(SimRegression, WarmViewsConfirmTheirQuarantinesBeforeTheFirstTallies_Operat
   EXPECT_TRUE(r.ok()) << r.report();
 }
 
+// Bug 39: a simulated lane cut while a sink batch was in doubt; the batch had landed with the old
+// end, ahead of the cut's commit, and the next owner resumed from the sink's progress past the
+// cut (a duplicate in the exactly-once sink). Lanes now settle or decline, as the contract says.
+TEST(SimRegression, NoCutWhileASinkBatchIsInDoubt_Chaos7511) {
+  const RunResult r = regress(7511, "chaos");
+  EXPECT_TRUE(r.ok()) << r.report();
+}
+
 // --- the simulator's machinery
 // --------------------------------------------------------------------
 

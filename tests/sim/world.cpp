@@ -759,15 +759,18 @@ void World::adopt_sink_state(Incarnation& inc, Lane& lane, const std::string& st
 }
 
 // Asked to split: refuse at random (or when the lane cannot: not running, a cut under way, the
-// sink not opened yet), else cut at a random record at or after `keep` of what is left and
-// beyond whatever may reach the sink, and end there. The cut lands at the lane's next action.
+// sink not opened yet, a batch in doubt), else cut at a random record at or after `keep` of what
+// is left, and end there. The cut lands at the lane's next action. A batch in doubt (an unknown
+// outcome not settled, a write that may still land) would land with the old end in the sink's
+// progress, and a lane resumed from it would read past the cut (sim chaos 7511): the Lane::split
+// contract has the lane settle it first, as the PostgreSQL example does, or decline.
 void World::cut_lane(Incarnation& inc, Lane& lane, double keep) {
   const std::uint64_t left = lane.count - std::min(lane.count, lane.next);
   const auto kept = static_cast<std::uint64_t>(std::ceil(keep * static_cast<double>(left)));
-  const std::uint64_t from =
-      std::max({lane.next + std::max<std::uint64_t>(kept, 1), sink_.reach(lane.sink), lane.next});
+  const std::uint64_t from = lane.next + std::max<std::uint64_t>(kept, 1);
+  const bool in_doubt = sink_.reach(lane.sink) > lane.next;
   const bool can = lane.mode == Lane::Mode::run && !lane.cut && !lane.fail_cut &&
-                   lane.sink.opened && !lane.sink.refused && from < lane.count;
+                   lane.sink.opened && !lane.sink.refused && !in_doubt && from < lane.count;
   if (!can || split_rng_.chance(p_.faults.split_refuse)) {
     ++stats_.cuts_refused;
     return;
