@@ -263,6 +263,42 @@ void complete_held(Fleet& fleet) {
   }
 }
 
+// One member `a` holding the job's only split s000 (weight 1000): its tenancy's epoch.
+std::uint64_t hold_s000(Fleet& fleet, Node& a) {
+  EXPECT_TRUE(fleet.run_until([&] { return a.held().size() == 1; }));
+  return split_record(fleet, "s000")->epoch;
+}
+
+// a's cut of s000 at watermark 100 so that it ends at `end`, the residual "{end}.." weighing
+// `weight`: the residual's id.
+std::string cut_s000(Fleet& fleet, Node& a, std::uint64_t epoch, int end, std::uint64_t weight) {
+  const std::size_t n = split_record(fleet, "s000")->children.size() + 1;
+  const std::string e = "end=" + std::to_string(end);
+  EXPECT_TRUE(a.coord
+                  ->split("s000", SplitProgress{100, e, 100},
+                          SplitResidual{std::to_string(end) + "..", weight}, epoch)
+                  .durable());
+  return core::child_split_id("s000", epoch, n);
+}
+
+void wait_runnable(Fleet& fleet, const std::string& id) {
+  EXPECT_TRUE(fleet.run_until(
+      [&] {
+        auto r = split_record(fleet, id);
+        return r && r->status == core::SplitStatus::runnable;
+      },
+      10s))
+      << id;
+}
+
+// A new member that leads once the others crashed, with `lanes` lanes.
+Node& newcomer(Fleet& fleet, std::uint32_t lanes) {
+  return fleet.add("b", [lanes](CoordinatorConfig& c) {
+    c.max_in_flight = lanes;
+    c.dynamic_splitting = true;
+  });
+}
+
 // Sim operator 318: a cutter died between its residual's pending record and the parent's CAS,
 // and the operator garbled that record. A leader with no memory of it rebuilt it from its spec
 // as a runnable split, which its parent does not name: both would read its records. Rebuilt
@@ -339,24 +375,11 @@ TEST(DynamicSplit, a_record_deleted_while_no_leader_watched_is_rebuilt_in_a_job_
 TEST(DynamicSplit, a_parent_rebuilt_from_its_spec_keeps_its_named_residuals) {
   Fleet fleet(std::make_shared<TestPlanner>(make_splits(1, 1000)));
   Node& a = fleet.add("a", one_lane);
-  ASSERT_TRUE(fleet.run_until([&] { return a.held().size() == 1; }));
-  const std::uint64_t epoch = split_record(fleet, "s000")->epoch;
-  ASSERT_TRUE(
-      a.coord->split("s000", SplitProgress{100, "end=800", 100}, SplitResidual{"800..", 200}, epoch)
-          .durable());
-  ASSERT_TRUE(
-      a.coord->split("s000", SplitProgress{100, "end=600", 100}, SplitResidual{"600..", 200}, epoch)
-          .durable());
-  const std::string first = core::child_split_id("s000", epoch, 1);
-  const std::string second = core::child_split_id("s000", epoch, 2);
-  ASSERT_TRUE(fleet.run_until(
-      [&] {
-        auto r1 = split_record(fleet, first);
-        auto r2 = split_record(fleet, second);
-        return r1 && r2 && r1->status == core::SplitStatus::runnable &&
-               r2->status == core::SplitStatus::runnable;
-      },
-      10s));
+  const std::uint64_t epoch = hold_s000(fleet, a);
+  const std::string first = cut_s000(fleet, a, epoch, 800, 200);
+  const std::string second = cut_s000(fleet, a, epoch, 600, 200);
+  wait_runnable(fleet, first);
+  wait_runnable(fleet, second);
   fleet.crash("a");
   garble(fleet, core::split_key("s000"));
   fleet.add("b", one_lane);
@@ -379,25 +402,12 @@ TEST(DynamicSplit, a_parent_rebuilt_from_its_spec_keeps_its_named_residuals) {
 TEST(DynamicSplit, a_residual_that_lost_record_and_spec_is_parked_and_the_job_stalls) {
   Fleet fleet(std::make_shared<TestPlanner>(make_splits(1, 1000)));
   Node& a = fleet.add("a", one_lane);
-  ASSERT_TRUE(fleet.run_until([&] { return a.held().size() == 1; }));
-  const std::uint64_t epoch = split_record(fleet, "s000")->epoch;
-  ASSERT_TRUE(
-      a.coord->split("s000", SplitProgress{100, "end=800", 100}, SplitResidual{"800..", 200}, epoch)
-          .durable());
-  const std::string child = core::child_split_id("s000", epoch, 1);
-  ASSERT_TRUE(fleet.run_until(
-      [&] {
-        auto c = split_record(fleet, child);
-        return c && c->status == core::SplitStatus::runnable;
-      },
-      10s));
+  const std::string child = cut_s000(fleet, a, hold_s000(fleet, a), 800, 200);
+  wait_runnable(fleet, child);
   fleet.crash("a");
   garble(fleet, core::split_key(child));
   garble(fleet, core::spec_key(child));
-  Node& b = fleet.add("b", [](CoordinatorConfig& c) {
-    c.max_in_flight = 2;
-    c.dynamic_splitting = true;
-  });
+  Node& b = newcomer(fleet, 2);
   ASSERT_TRUE(fleet.run_until([&] { return b.held().count("s000") > 0; }, 30s));
   ASSERT_TRUE(b.coord->complete("s000", SplitProgress{800, "end=800", 800}).durable());
   ASSERT_TRUE(fleet.run_until([&] { return b.count<Stalled>() > 0; }, 60s));
@@ -414,18 +424,12 @@ TEST(DynamicSplit, a_residual_that_lost_record_and_spec_is_parked_and_the_job_st
 TEST(DynamicSplit, an_unnamed_residuals_damaged_spec_is_removed_once_its_tenancy_is_over) {
   Fleet fleet(std::make_shared<TestPlanner>(make_splits(1, 1000)));
   Node& a = fleet.add("a", one_lane);
-  ASSERT_TRUE(fleet.run_until([&] { return a.held().size() == 1; }));
-  const std::uint64_t epoch = split_record(fleet, "s000")->epoch;
-  ASSERT_TRUE(
-      a.coord->split("s000", SplitProgress{100, "end=800", 100}, SplitResidual{"800..", 200}, epoch)
-          .durable());
+  const std::uint64_t epoch = hold_s000(fleet, a);
+  cut_s000(fleet, a, epoch, 800, 200);
   const std::string lost = core::child_split_id("s000", epoch, 2);  // the next cut's
   ASSERT_TRUE(fleet.mem->create(core::spec_key(lost), "{garbage"));
   fleet.crash("a");
-  Node& b = fleet.add("b", [](CoordinatorConfig& c) {
-    c.max_in_flight = 2;
-    c.dynamic_splitting = true;
-  });
+  Node& b = newcomer(fleet, 2);
   ASSERT_TRUE(fleet.run_until([&] { return !fleet.mem->get(core::spec_key(lost)); }, 30s));
   EXPECT_FALSE(fleet.mem->get(core::split_key(lost)));
   EXPECT_EQ(b.ever_granted.count(lost), 0u);
@@ -442,29 +446,14 @@ TEST(DynamicSplit, an_unnamed_residuals_damaged_spec_is_removed_once_its_tenancy
 TEST(DynamicSplit, a_parent_and_its_residual_destroyed_together_come_back_with_the_cut) {
   Fleet fleet(std::make_shared<TestPlanner>(make_splits(1, 1000)));
   Node& a = fleet.add("a", one_lane);
-  ASSERT_TRUE(fleet.run_until([&] { return a.held().size() == 1; }));
-  const std::uint64_t epoch = split_record(fleet, "s000")->epoch;
-  ASSERT_TRUE(
-      a.coord->split("s000", SplitProgress{100, "end=800", 100}, SplitResidual{"800..", 200}, epoch)
-          .durable());
-  ASSERT_TRUE(
-      a.coord->split("s000", SplitProgress{100, "end=600", 100}, SplitResidual{"600..", 200}, epoch)
-          .durable());
-  const std::string first = core::child_split_id("s000", epoch, 1);
-  const std::string second = core::child_split_id("s000", epoch, 2);
-  ASSERT_TRUE(fleet.run_until(
-      [&] {
-        auto r = split_record(fleet, second);
-        return r && r->status == core::SplitStatus::runnable;
-      },
-      10s));
+  const std::uint64_t epoch = hold_s000(fleet, a);
+  const std::string first = cut_s000(fleet, a, epoch, 800, 200);
+  const std::string second = cut_s000(fleet, a, epoch, 600, 200);
+  wait_runnable(fleet, second);
   fleet.crash("a");
   garble(fleet, core::split_key("s000"));
   garble(fleet, core::split_key(second));
-  Node& b = fleet.add("b", [](CoordinatorConfig& c) {
-    c.max_in_flight = 3;
-    c.dynamic_splitting = true;
-  });
+  Node& b = newcomer(fleet, 3);
   ASSERT_TRUE(fleet.run_until(
       [&] {
         auto p = split_record(fleet, "s000");
@@ -486,25 +475,13 @@ TEST(DynamicSplit, a_parent_and_its_residual_destroyed_together_come_back_with_t
 TEST(DynamicSplit, a_parent_whose_record_and_spec_were_deleted_comes_back_with_its_cut) {
   Fleet fleet(std::make_shared<TestPlanner>(make_splits(1, 1000)));
   Node& a = fleet.add("a", one_lane);
-  ASSERT_TRUE(fleet.run_until([&] { return a.held().size() == 1; }));
-  const std::uint64_t epoch = split_record(fleet, "s000")->epoch;
-  ASSERT_TRUE(
-      a.coord->split("s000", SplitProgress{100, "end=800", 100}, SplitResidual{"800..", 200}, epoch)
-          .durable());
-  const std::string child = core::child_split_id("s000", epoch, 1);
-  ASSERT_TRUE(fleet.run_until(
-      [&] {
-        auto r = split_record(fleet, child);
-        return r && r->status == core::SplitStatus::runnable;
-      },
-      10s));
+  const std::uint64_t epoch = hold_s000(fleet, a);
+  const std::string child = cut_s000(fleet, a, epoch, 800, 200);
+  wait_runnable(fleet, child);
   fleet.crash("a");
   erase_record(fleet, core::split_key("s000"));
   erase_record(fleet, core::spec_key("s000"));
-  Node& b = fleet.add("b", [](CoordinatorConfig& c) {
-    c.max_in_flight = 2;
-    c.dynamic_splitting = true;
-  });
+  newcomer(fleet, 2);
   ASSERT_TRUE(fleet.run_until(
       [&] {
         auto p = split_record(fleet, "s000");
