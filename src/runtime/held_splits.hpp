@@ -157,7 +157,8 @@ class HeldSplits {
   // Residual ids of the tenancy skipped past ones taken by its own earlier cuts, at most.
   static constexpr std::size_t kLeftoversSkipped = 4;
   std::optional<CommitResult> create_residual(const Held& h, const SplitProgress& progress,
-                                              const SplitResidual& residual, std::string& child);
+                                              const SplitResidual& residual, std::string& child)
+      ETLC_REQUIRES(h.io);
   std::optional<CommitResult> create_pending(const std::string& child,
                                              const core::SplitRecord& pending);
   struct Placed {
