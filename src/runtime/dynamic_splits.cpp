@@ -89,6 +89,13 @@ bool Leadership::parent_unknown(const std::string& id, const SplitView& v, TimeP
   return !fresh;  // seen parentless for a lease
 }
 
+// A parent that is neither in the leader's views (pending, damaged) nor in the store (record or
+// spec): no residual cut from it can ever be named.
+bool Leadership::parent_exists_nowhere(const std::string& parent) {
+  return !leader_views_.split_damage().count(parent) && !leader_views_.pending().count(parent) &&
+         !ctx_.store.get(core::split_key(parent)) && !ctx_.store.get(core::spec_key(parent));
+}
+
 // pending -> runnable, by CAS at the revision seen (a loss: the watch shows what happened).
 bool Leadership::flip_residual(const std::string& id, const SplitView& v) {
   core::SplitRecord next = v.rec;
@@ -108,15 +115,15 @@ bool Leadership::flip_residual(const std::string& id, const SplitView& v) {
 void Leadership::delete_orphan(const std::string& id, const SplitView& v) {
   // The view may be behind the store: the parent as it is now must say orphan too.
   const std::string& parent = v.rec.cut_from->split;
-  const std::string pkey = core::split_key(parent);
-  auto parent_now = ctx_.store.get(pkey);
   auto parent_seen = leader_views_.splits().find(parent);
   if (parent_seen == leader_views_.splits().end()) {
-    // No parent in the view: an orphan only if the store has neither its record nor its spec.
-    if (parent_now || ctx_.store.get(core::spec_key(parent))) return;
-  } else if (!parent_now || parent_now->revision < parent_seen->second.rev) {
-    return;  // gone, or a stale read: the next step looks again
+    if (!parent_exists_nowhere(parent)) return;
   } else {
+    const std::string pkey = core::split_key(parent);
+    auto parent_now = ctx_.store.get(pkey);
+    if (!parent_now || parent_now->revision < parent_seen->second.rev) {
+      return;  // gone, or a stale read: the next step looks again
+    }
     try {
       const core::SplitRecord p = core::decode_split(pkey, parent_now->value);
       if (core::pending_child_fate(v.rec, &p) != core::ChildFate::orphan) return;

@@ -175,7 +175,7 @@ bool Leadership::heal_split(const std::string& id, Damage& d) {
 // residual is ever made runnable), in the order they were cut. A record rebuilt from its spec
 // keeps them, or its lane would read their records again, and their next cut would reuse an id
 // (sim operator 131); it resumes from the progress its last cut recorded in the residual's spec
-// (cuts_of, core::apply_cuts), whose state carries its end.
+// (apply_cuts_of, core::apply_cuts), whose state carries its end.
 std::vector<std::string> Leadership::named_residuals_of(const std::string& id) const {
   std::map<std::string, std::uint64_t> found;  // residual -> epoch of the cut
   auto consider = [&](const std::string& child, const std::optional<core::SplitOrigin>& origin) {
@@ -268,10 +268,7 @@ void Leadership::drop_unnamed_residual(const std::string& id, const core::SplitO
         core::ChildFate::orphan) {
       return;
     }
-  } else if (leader_views_.split_damage().count(origin.split) ||
-             leader_views_.pending().count(origin.split) ||
-             ctx_.store.get(core::split_key(origin.split)) ||
-             ctx_.store.get(core::spec_key(origin.split))) {
+  } else if (!parent_exists_nowhere(origin.split)) {
     return;  // its parent is being healed, is itself pending, or exists beyond the view
   }
   if (auto spec = ctx_.store.get(core::spec_key(id))) {

@@ -130,6 +130,7 @@ class Leadership {
   // dynamic_splits.cpp
   void tend_residuals(TimePoint now);
   bool parent_unknown(const std::string& id, const SplitView& v, TimePoint now);
+  bool parent_exists_nowhere(const std::string& parent);
   void find_lost_residuals();
   bool flip_residual(const std::string& id, const SplitView& v);
   void delete_orphan(const std::string& id, const SplitView& v);
