@@ -81,9 +81,10 @@ struct CoordinatorConfig {
   std::uint64_t max_dynamic_splits = 1024;
   std::chrono::milliseconds split_request_timeout{10'000};
 
-  // A split moved for balance is not moved for balance again within this (it still moves if its
-  // holder leaves or is cordoned): loads that shift with progress cannot make a split chase
-  // them from member to member. 0 = no cooldown. 0 .. 1 h.
+  // A split moved for balance is not moved for balance again within this of its new holder
+  // claiming it (it still moves if its holder leaves or is cordoned): loads that shift with
+  // progress cannot make a split chase them from member to member. Until the claim it may be sent
+  // elsewhere (in transit, nobody reads it). 0 = no cooldown. 0 .. 1 h.
   std::chrono::milliseconds rebalance_cooldown{30'000};
 
   // Damping of balance moves: a split moves for balance only when that lowers the heavier

@@ -24,6 +24,7 @@ Leadership::Leadership(const MemberContext& ctx, Deps deps, std::string nonce, s
       term_(term),
       leader_rev_(leader_rev),
       delay_(ctx.config.rebalance_delay),
+      cooldown_(ctx.config.rebalance_cooldown),
       next_plan_at_(now),
       plan_backoff_(kPlanRetryMin),
       confirm_quarantines_(warm.has_value()) {

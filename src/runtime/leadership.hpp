@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/assignment.hpp"
+#include "core/balance_cooldown.hpp"
 #include "core/lane_pace.hpp"
 #include "core/rebalance_delay.hpp"
 #include "core/records.hpp"
@@ -169,8 +170,8 @@ class Leadership {
   TimePoint last_assignment_at_{};
   Duration last_assignment_took_{};  // how long the last computation took (publish.cpp)
   std::map<std::string, std::vector<std::string>> published_;
-  // Splits moved from a live holder, and when: pinned for rebalance_cooldown (publish.cpp).
-  std::unordered_map<std::string, TimePoint> moved_at_;
+  // Splits moved from a live holder: pinned for rebalance_cooldown once held there (publish.cpp).
+  core::BalanceCooldown cooldown_;
   // What each live member's lanes read at each load it had (publish.cpp: the pace rule). Pruned to
   // the live members at every computation; at most LanePaceHistory::kMaxLoads entries each.
   std::unordered_map<std::string, core::LanePaceHistory> lane_pace_;

@@ -34,6 +34,7 @@
 
 #include "core/assignment.hpp"
 #include "core/assignment_rules.hpp"
+#include "core/balance_cooldown.hpp"
 #include "core/keys.hpp"
 #include "core/lane_pace.hpp"
 #include "core/protocol_assert.hpp"
@@ -61,8 +62,7 @@ bool pace_rule_on(const CoordinatorConfig& config) {
 // rule).
 void add_splits(const LeaderViews& lv, const FleetViews& views, const MemberIndex& index,
                 const core::RebalanceDelay& delay, const CoordinatorConfig& config,
-                const std::unordered_map<std::string, TimePoint>& cooling, TimePoint now,
-                core::AssignmentInput& in) {
+                core::BalanceCooldown& cooldown, TimePoint now, core::AssignmentInput& in) {
   // previous assignee per split, from the published records (any term)
   std::unordered_map<std::string, std::int32_t> previous;
   for (const auto& [member, v] : views.assigns()) {
@@ -84,14 +84,15 @@ void add_splits(const LeaderViews& lv, const FleetViews& views, const MemberInde
     s.id = id;
     // Balanced on what remains (docs/work-assignment.md): a nearly done split stays put.
     s.weight = config.balance_on_remaining_work ? core::remaining_weight(v.rec) : v.rec.weight;
-    s.pinned = (config.balance_on_remaining_work &&
-                core::nearly_done(v.rec, config.pin_remaining_ppm, v.last_done_step)) ||
-               cooling.count(id) > 0;
     if (auto it = previous.find(id); it != previous.end()) s.previous = it->second;
     std::optional<std::string> lease_owner;
     if (auto it = views.leases().find(id); it != views.leases().end()) {
       lease_owner = it->second.rec.owner;
     }
+    cooldown.observe(id, lease_owner ? *lease_owner : v.rec.owner.value_or(""), now);
+    s.pinned = (config.balance_on_remaining_work &&
+                core::nearly_done(v.rec, config.pin_remaining_ppm, v.last_done_step)) ||
+               cooldown.pinned(id, now);
     s.lease_owner = member_index(lease_owner);
     s.record_owner = member_index(v.rec.owner);
     const bool lease_withheld = lease_owner && delay.withheld(*lease_owner, now);
@@ -187,10 +188,7 @@ std::optional<TimePoint> Leadership::assignment_due() const {
   // An outstanding split request times out: the split may be asked of another, or not at all.
   if (auto t = next_ask_timeout(); t && (!due || *t < *due)) due = t;
   // A split's rebalance cooldown ends: it may move for balance again.
-  for (const auto& [id, at] : moved_at_) {
-    const TimePoint ends = at + ctx_.config.rebalance_cooldown;
-    if (!due || ends < *due) due = ends;
-  }
+  if (auto ends = cooldown_.next_end(); ends && (!due || *ends < *due)) due = ends;
   return due;
 }
 
@@ -214,10 +212,9 @@ void Leadership::publish_assignment(TimePoint now) {
     in.members.push_back(core::AssignMember{
         id, core::lane_budget(v.rec, ctx_.fingerprint, leader_views_.cordons().count(id) > 0)});
   }
-  std::erase_if(moved_at_,  // cooldowns that ended: those splits may move for balance again
-                [&](const auto& e) { return now - e.second >= ctx_.config.rebalance_cooldown; });
+  cooldown_.expire(now);  // cooldowns that ended: those splits may move for balance again
   if (!views_.paused()) {
-    add_splits(leader_views_, views_, index, delay_, ctx_.config, moved_at_, now, in);
+    add_splits(leader_views_, views_, index, delay_, ctx_.config, cooldown_, now, in);
     if (pace_rule_on(ctx_.config)) apply_paces(in, index, ctx_.config.pace_gain_ppm, lane_pace_);
   }
   const core::Assignment out = core::desired_assignment(in);
@@ -258,17 +255,18 @@ void Leadership::publish_assignment(TimePoint now) {
 }
 
 // The splits this computation took from a live holder and gave to member m (whose record was
-// just written) are not moved for balance again within rebalance_cooldown: add_splits pins them
-// while they are in moved_at_.
+// just written) are not moved for balance again within rebalance_cooldown of m holding them
+// (core/balance_cooldown.hpp): add_splits pins them.
 void Leadership::note_balance_moves(const core::AssignmentInput& in, const core::Assignment& out,
                                     std::size_t m, TimePoint now) {
-  if (ctx_.config.rebalance_cooldown.count() == 0) return;
   for (std::uint32_t si : out.by_member[m]) {
     const core::AssignSplit& s = in.splits[si];
     const std::int32_t holder = s.previous != core::kNoMember      ? s.previous
                                 : s.lease_owner != core::kNoMember ? s.lease_owner
                                                                    : s.record_owner;
-    if (holder != core::kNoMember && holder != static_cast<std::int32_t>(m)) moved_at_[s.id] = now;
+    if (holder != core::kNoMember && holder != static_cast<std::int32_t>(m)) {
+      cooldown_.moved(s.id, in.members[m].id, now);
+    }
   }
 }
 

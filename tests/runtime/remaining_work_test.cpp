@@ -183,6 +183,32 @@ TEST(RemainingWork, a_moved_split_is_not_moved_again_within_the_cooldown) {
   EXPECT_EQ(b.held().size(), 2u);
 }
 
+// Joiners seen one computation at a time (a burst on a real store): b's share is published while
+// a still drains it (a's lanes are wedged until the forced release), then c joins. The splits in
+// transit to b are not cooling yet, so the leader sends part of them to c instead: nothing moves
+// twice, and no joiner gives back what it got.
+TEST(RemainingWork, splits_in_transit_to_a_joiner_can_go_to_a_later_joiner_instead) {
+  Fleet fleet(std::make_shared<TestPlanner>(make_splits(12, 100)));
+  auto twelve = [](CoordinatorConfig& c) {
+    c.max_in_flight = 12;
+    c.rebalance_cooldown = 30'000ms;
+  };
+  Node& a = fleet.add("a", twelve);
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && a.held().size() == 12; }));
+  a.policy.wedge = true;
+  Node& b = fleet.add("b", twelve);
+  ASSERT_TRUE(fleet.run_until([&] { return a.count<RevokeRequested>() >= 6; }));
+  EXPECT_TRUE(b.held().empty());  // a drains until drain_deadline forces the releases
+  Node& c = fleet.add("c", twelve);
+  ASSERT_TRUE(fleet.run_until([&] {
+    return fleet.converged() && a.held().size() == 4 && b.held().size() == 4 &&
+           c.held().size() == 4;
+  }));
+  EXPECT_EQ(b.count<RevokeRequested>(), 0u);
+  EXPECT_EQ(b.ever_granted.size(), 4u);
+  EXPECT_EQ(c.ever_granted.size(), 4u);
+}
+
 // A cooling split still moves when its holder is cordoned (passes 1 and 2 are not held back).
 TEST(RemainingWork, a_cooling_split_leaves_a_cordoned_holder) {
   Fleet fleet(std::make_shared<TestPlanner>(make_splits(4, 100)));
