@@ -17,7 +17,7 @@ TEST(BalanceCooldown, a_split_in_transit_is_not_pinned_so_it_can_be_sent_elsewhe
   c.moved("s1", "new-a", t0);
   c.observe("s1", "old", t0 + 10ms);  // its old holder still drains it
   EXPECT_FALSE(c.pinned("s1", t0 + 10ms));
-  c.moved("s1", "new-b", t0 + 50ms);  // re-targeted before anyone claimed it
+  c.moved("s1", "new-b", t0 + 50ms);    // re-targeted before anyone claimed it
   c.observe("s1", "new-a", t0 + 60ms);  // the first target is no longer the one it waits for
   EXPECT_FALSE(c.pinned("s1", t0 + 60ms));
   c.observe("s1", "new-b", t0 + 70ms);
