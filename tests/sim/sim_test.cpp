@@ -332,16 +332,19 @@ TEST(SimSplit, StragglersAreCutAndEveryNamedResidualCompletes) {
 // the parent's CAS landed) leaves a residual nobody names, which the leader deletes, or a named
 // one it makes runnable; the job completes either way.
 TEST(SimSplit, CrashesMidCutLeaveOrphansTheLeaderDeletes) {
-  std::uint64_t orphans = 0, crashes = 0;
-  for (const auto& [seed, scenario] :
-       std::vector<std::pair<std::uint64_t, std::string>>{{64, "crash"}, {48, "chaos"}}) {
-    const RunResult r = run(seed, scenario);
-    ASSERT_TRUE(r.ok()) << r.report();
-    orphans += r.history.orphans;
-    crashes += r.stats.cut_crashes;
+  // Which seed arms a crash mid-cut shifts with any change to the protocol's timing, so the test
+  // searches a bounded range of each fault scenario instead of naming seeds.
+  for (const std::string scenario : {"crash", "chaos"}) {
+    std::uint64_t orphans = 0, crashes = 0;
+    for (std::uint64_t seed = 1; seed <= 40 && (orphans == 0 || crashes == 0); ++seed) {
+      const RunResult r = run(seed, scenario);
+      ASSERT_TRUE(r.ok()) << r.report();
+      orphans += r.history.orphans;
+      crashes += r.stats.cut_crashes;
+    }
+    EXPECT_GT(orphans, 0u) << "no residual deleted unnamed in 40 " << scenario << " seeds";
+    EXPECT_GT(crashes, 0u) << "no process died mid-cut in 40 " << scenario << " seeds";
   }
-  EXPECT_GT(orphans, 0u);
-  EXPECT_GT(crashes, 0u);
 }
 
 TEST(SimChecker, AViolationReportNamesSeedInvariantReplayAndTrace) {
