@@ -31,6 +31,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "etlc/errors.hpp"
@@ -144,8 +146,22 @@ struct WatchOptions {
   bool latest_only = false;
 };
 
-// One create of a create_many batch. The views must stay valid for the call.
+namespace detail {
+// What a CreateRequest may view: anything convertible to std::string_view but a std::string
+// that dies at the end of the full expression (a prvalue or an xvalue).
+template <class S>
+concept ViewableArgument = std::is_convertible_v<S, std::string_view> &&
+    !(std::is_same_v<std::remove_cvref_t<S>, std::string> && !std::is_lvalue_reference_v<S>);
+}  // namespace detail
+
+// One create of a create_many batch. The views must stay valid for the call, so a request cannot
+// be built from a temporary std::string (CreateRequest{k, "v" + k} would view a string that dies
+// at the end of the statement): keep the strings alive beside the batch and view them.
 struct CreateRequest {
+  CreateRequest() = default;
+  template <detail::ViewableArgument K, detail::ViewableArgument V>
+  constexpr CreateRequest(K&& k, V&& v) : key(std::forward<K>(k)), value(std::forward<V>(v)) {}
+
   std::string_view key;
   std::string_view value;
 };

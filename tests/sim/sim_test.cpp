@@ -896,8 +896,12 @@ BatchRun run_faulty_batch(std::uint64_t seed) {
   rig.store.faults.op_unknown = 0.3;
   std::vector<std::string> keys;
   for (int i = 0; i < 200; ++i) keys.push_back(fmt::format("b.k{:03}", i));
+  // CreateRequest holds views: the values live in `values` for the call.
+  std::vector<std::string> values;
+  values.reserve(keys.size());
+  for (const std::string& k : keys) values.push_back("v" + k);
   std::vector<CreateRequest> batch;
-  for (const std::string& k : keys) batch.push_back(CreateRequest{k, "v" + k});
+  for (std::size_t i = 0; i < keys.size(); ++i) batch.push_back(CreateRequest{keys[i], values[i]});
   const std::vector<CreateOutcome> out = rig.store.create_many(batch);
   BatchRun run;
   run.late = rig.late.size();

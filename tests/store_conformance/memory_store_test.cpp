@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "etlc/memory_store.hpp"
@@ -19,6 +20,29 @@ namespace etlc::testing {
 namespace {
 
 using Kind = WatchEvent::Kind;
+
+// CreateRequest views its key and value, so it refuses a temporary std::string (issue 40: a
+// batch built as CreateRequest{k, "v" + k} read a dead string); views, literals and named
+// strings are accepted.
+static_assert(!std::is_constructible_v<CreateRequest, std::string, std::string_view>);
+static_assert(!std::is_constructible_v<CreateRequest, std::string_view, std::string>);
+static_assert(!std::is_constructible_v<CreateRequest, const std::string&&, const char*>);
+static_assert(std::is_constructible_v<CreateRequest, const std::string&, std::string&>);
+static_assert(std::is_constructible_v<CreateRequest, std::string_view, const char (&)[2]>);
+static_assert(std::is_default_constructible_v<CreateRequest>);
+
+TEST(MemoryStore, CreateManyStoresTheValuesTheRequestsView) {
+  MemoryStore store;
+  const std::vector<std::string> keys = {"cr.a", "cr.b"};
+  const std::string value = "named";
+  const std::vector<CreateRequest> batch = {{keys[0], value}, {std::string_view(keys[1]), "lit"}};
+  const std::vector<CreateOutcome> out = store.create_many(batch);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_TRUE(out[0].result.ok && !out[0].error);
+  EXPECT_TRUE(out[1].result.ok && !out[1].error);
+  EXPECT_EQ(store.get("cr.a")->value, "named");
+  EXPECT_EQ(store.get("cr.b")->value, "lit");
+}
 
 std::vector<WatchEvent> poll_all(Watch& w) {
   std::vector<WatchEvent> out;
