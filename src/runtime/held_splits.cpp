@@ -11,6 +11,7 @@
 
 #include "core/claim_rules.hpp"
 #include "core/cut_rules.hpp"
+#include "core/held_write.hpp"
 #include "core/keys.hpp"
 #include "core/protocol_assert.hpp"
 #include "core/utf8.hpp"
@@ -336,6 +337,7 @@ std::optional<CommitResult> HeldSplits::tenancy_over(const Held& h, std::uint64_
 
 CommitResult HeldSplits::write_record(Held& h, core::SplitRecord next, const char* what) {
   const std::string key = core::split_key(h.id);
+  core::SplitRecord base = h.record;  // what `next` was built on
   for (int attempt = 0; attempt < kCasAttempts; ++attempt) {
     const std::string bytes = core::encode(next);
     WriteResult r;
@@ -357,13 +359,16 @@ CommitResult HeldSplits::write_record(Held& h, core::SplitRecord next, const cha
       h.absent_rereads = 0;
       return {CommitStatus::durable, {}};
     }
-    if (auto outcome = resolve_conflict(h, next, what)) return *outcome;
+    if (auto outcome = resolve_conflict(h, base, next, what)) return *outcome;
   }
   return {CommitStatus::retryable, fmt::format("{} kept conflicting", what)};
 }
 
-// A CAS lost, or its outcome is unknown: what the store holds now decides.
-std::optional<CommitResult> HeldSplits::resolve_conflict(Held& h, core::SplitRecord& next,
+// A CAS lost, or its outcome is unknown: what the store holds now decides (core/held_write.hpp).
+// A retry is moved onto the record read, which becomes the holder's (`base`, h.record): a write
+// of another writer in between is kept, and the next write is built on it too.
+std::optional<CommitResult> HeldSplits::resolve_conflict(Held& h, core::SplitRecord& base,
+                                                         core::SplitRecord& next,
                                                          const char* what) {
   const std::string key = core::split_key(h.id);
   std::optional<Entry> cur;
@@ -399,36 +404,28 @@ std::optional<CommitResult> HeldSplits::resolve_conflict(Held& h, core::SplitRec
     drop(h, LossReason::fenced);
     return CommitResult{CommitStatus::fenced, e.what()};
   }
-  if (seen == next) {  // our write landed (the unknown outcome, or a conflict on our own echo)
-    h.record = next;
-    h.record_rev = cur->revision;
-    return CommitResult{CommitStatus::durable, {}};
+  core::ConflictResolution res =
+      core::resolve_held_conflict(base, next, seen, h.epoch, ctx_.instance, h.record.owner_nonce);
+  switch (res.verdict) {
+    case core::ConflictVerdict::fenced:
+      log().info("etlc: {}: {} of split '{}' fenced (epoch {} now owned by '{}' epoch {})",
+                 ctx_.instance, what, h.id, h.epoch, seen.owner.value_or("nobody"), seen.epoch);
+      drop(h, LossReason::fenced);
+      return CommitResult{CommitStatus::fenced, "another member owns a newer epoch"};
+    case core::ConflictVerdict::landed:
+    case core::ConflictVerdict::superseded:
+      h.record = std::move(res.record);
+      h.record_rev = cur->revision;
+      if (res.verdict == core::ConflictVerdict::landed)
+        return CommitResult{CommitStatus::durable, {}};
+      return CommitResult{CommitStatus::durable, "a later commit of ours already landed"};
+    case core::ConflictVerdict::retry:
+      break;
   }
-  if (seen.epoch != h.epoch || seen.owner != ctx_.instance ||
-      seen.owner_nonce != h.record.owner_nonce) {
-    log().info("etlc: {}: {} of split '{}' fenced (epoch {} now owned by '{}' epoch {})",
-               ctx_.instance, what, h.id, h.epoch, seen.owner.value_or("nobody"), seen.epoch);
-    drop(h, LossReason::fenced);
-    return CommitResult{CommitStatus::fenced, "another member owns a newer epoch"};
-  }
-  h.record_rev = cur->revision;  // our own earlier write moved it; retry on top of it
-  // A cut of ours landed unseen (its outcome was unknown): whatever this write is, it keeps the
-  // residuals the cut named, their weight and the progress that carries the new end.
-  const bool cut_unseen =
-      seen.children.size() > next.children.size() &&
-      std::equal(next.children.begin(), next.children.end(), seen.children.begin());
-  if (cut_unseen) {
-    next.children = seen.children;
-    next.weight = seen.weight;
-    if (seen.progress.watermark >= next.progress.watermark) next.progress = seen.progress;
-  }
-  const bool names_ours =
-      std::all_of(next.children.begin(), next.children.end(),
-                  [&](const std::string& c) { return core::names_child(seen, c); });
-  if (seen.progress.watermark > next.progress.watermark && names_ours) {
-    h.record = seen;
-    return CommitResult{CommitStatus::durable, "a later commit of ours already landed"};
-  }
+  h.record = std::move(seen);  // our own earlier write, or another writer's, moved it
+  h.record_rev = cur->revision;
+  base = h.record;
+  next = std::move(res.record);
   return std::nullopt;
 }
 

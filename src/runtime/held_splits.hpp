@@ -11,9 +11,11 @@
 // Lock order: the Member's loop mutex, then a Held::io, then mu_; never the other way round.
 //
 // Every write is a CAS on split.{id} at the revision this member last wrote. A conflict is
-// resolved by a re-read: if the record still names this member at the same epoch, the conflict
-// came from our own earlier write whose outcome was unknown and we adopt it; otherwise another
-// member owns a newer epoch and the split is lost (fenced) with nothing written.
+// resolved by a re-read (core/held_write.hpp): if the record still names this member at the same
+// epoch, the write is retried on top of it, keeping what changed there meanwhile (our own earlier
+// write whose outcome was unknown, or another writer's change of a field the write does not
+// touch); otherwise another member owns a newer epoch and the split is lost (fenced) with
+// nothing written.
 #pragma once
 
 #include <deque>
@@ -144,10 +146,9 @@ class HeldSplits {
       ETLC_REQUIRES(h.io);
   CommitResult write_record(Held& h, core::SplitRecord next, const char* what) ETLC_REQUIRES(h.io);
   // The outcome of a CAS that lost or had an unknown outcome, from a re-read. nullopt: retry
-  // on top of the revision now in h.
-  // `next` keeps what an earlier write of this tenancy (a cut) added, when the retry is built on
-  // the record before it.
-  std::optional<CommitResult> resolve_conflict(Held& h, core::SplitRecord& next, const char* what)
+  // `next`, now moved onto the record read (which is now h.record and `base`), at its revision.
+  std::optional<CommitResult> resolve_conflict(Held& h, core::SplitRecord& base,
+                                               core::SplitRecord& next, const char* what)
       ETLC_REQUIRES(h.io);
   void erase_lease(const Held& h) ETLC_EXCLUDES(mu_);
   void erase_lease_at(const std::string& id, Revision rev) ETLC_EXCLUDES(mu_);
