@@ -54,8 +54,11 @@ ConflictResolution resolve_held_conflict(const SplitRecord& base, const SplitRec
   SplitRecord moved = rebase_write(base, next, seen);
   const bool names_ours = std::all_of(moved.children.begin(), moved.children.end(),
                                       [&](const std::string& c) { return names_child(seen, c); });
+  // A later commit of ours carries more progress: progress never goes back, and a write that
+  // changed nothing else has nothing left to write.
   if (seen.progress.watermark > moved.progress.watermark && names_ours) {
-    return {ConflictVerdict::superseded, seen};
+    moved.progress = seen.progress;
+    if (moved == seen) return {ConflictVerdict::superseded, seen};
   }
   if (moved == seen) return {ConflictVerdict::landed, seen};
   return {ConflictVerdict::retry, std::move(moved)};

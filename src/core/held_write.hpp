@@ -6,7 +6,8 @@
 // loses, the record read back (`seen`) decides:
 //   * it is `next`: the write landed (an unknown outcome, or our own echo);
 //   * it is not of this tenancy (epoch, owner or nonce differ): fenced, nothing more is written;
-//   * a later commit of ours already carries more progress: nothing to write;
+//   * a later commit of ours already carries more progress: progress never goes back, so the
+//     write keeps that progress, and if it changed nothing else there is nothing to write;
 //   * otherwise the write is retried on top of `seen`, moved there field by field: what the write
 //     changed from `base` keeps its value, every other field takes `seen`'s (the progress's
 //     position, watermark with state, and its `done` count as two fields). So a write of another
@@ -31,7 +32,7 @@ SplitRecord rebase_write(const SplitRecord& base, const SplitRecord& next, const
 
 enum class ConflictVerdict : std::uint8_t {
   landed,      // the store holds what the write meant: durable
-  superseded,  // a later write of ours holds more progress (and every residual named): durable
+  superseded,  // a later commit of ours holds more progress, and the write changes nothing else
   fenced,      // another tenancy owns the record: the split is lost, nothing written
   retry,       // CAS `record` on top of `seen`'s revision
 };

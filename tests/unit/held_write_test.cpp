@@ -124,6 +124,17 @@ TEST(HeldWrite, a_commit_without_done_keeps_the_done_of_a_commit_that_landed_uns
   EXPECT_EQ(r.record.progress.done, 5u);
 }
 
+TEST(HeldWrite, a_completion_behind_a_later_commit_of_ours_completes_at_that_progress) {
+  const SplitRecord base = held(10);
+  const SplitRecord seen = committed(base, 30);  // our commit, its outcome unknown, landed
+  SplitRecord complete = committed(base, 20);
+  complete.status = SplitStatus::completed;
+  const ConflictResolution r = resolve(base, complete, seen);
+  ASSERT_EQ(r.verdict, ConflictVerdict::retry) << "the completion would be lost";
+  EXPECT_EQ(r.record.status, SplitStatus::completed);
+  EXPECT_EQ(r.record.progress, seen.progress) << "progress never goes back";
+}
+
 TEST(HeldWrite, a_write_that_finds_its_intent_already_there_has_landed) {
   const SplitRecord base = held(10);
   SplitRecord seen = committed(base, 20);
