@@ -6,8 +6,9 @@
 // loses, the record read back (`seen`) decides:
 //   * it is `next`: the write landed (an unknown outcome, or our own echo);
 //   * it is not of this tenancy (epoch, owner or nonce differ): fenced, nothing more is written;
-//   * a later commit of ours already carries more progress: progress never goes back, so the
-//     write keeps that progress, and if it changed nothing else there is nothing to write;
+//   * a later commit of ours already carries more progress (and names every residual the write
+//     names): the write keeps that progress, and if it changed nothing else there is nothing to
+//     write;
 //   * otherwise the write is retried on top of `seen`, moved there field by field: what the write
 //     changed from `base` keeps its value, every other field takes `seen`'s (the progress's
 //     position, watermark with state, and its `done` count as two fields). So a write of another
