@@ -160,7 +160,8 @@ TEST_F(Lifecycle, pause_drains_a_live_job_and_resume_continues_from_the_committe
   EXPECT_NE(text.find("disk upgrade"), std::string::npos) << text;
   Json st = run_json({"status"});
   EXPECT_EQ(st["paused"]["reason"], "disk upgrade");
-  for (const Json& r : run_json({"splits"})["rows"]) {
+  const Json splits = run_json({"splits"});  // a range-for over run_json(...)["rows"] dangles
+  for (const Json& r : splits["rows"]) {
     EXPECT_TRUE(r["owner"].is_null()) << r;
     EXPECT_EQ(r["attempts"], 0) << "a pause consumes no attempt: " << r;
     EXPECT_GE(r["watermark"].get<std::uint64_t>(), 100u) << "progress was committed: " << r;
@@ -247,7 +248,8 @@ TEST_F(Lifecycle, a_finished_job_tells_the_truth_and_can_be_seeked_reset_and_del
   EXPECT_NE(text.find("-> complete"), std::string::npos) << text;
   // Members that left may still be listed (an assignment record of the last term outlives its
   // session): never with assigned splits, and never holding anything.
-  for (const Json& mem : run_json({"status"})["members"]) {
+  const Json status = run_json({"status"});
+  for (const Json& mem : status["members"]) {
     EXPECT_EQ(mem["has_session"], false) << mem;
     EXPECT_TRUE(mem["assigned"].is_null()) << mem;
     EXPECT_EQ(mem["held"], 0) << mem;
