@@ -66,7 +66,8 @@ bool Worker::lease_allows_claim(const std::string& id, TimePoint now) {
 // The view's entry itself may be a stale point read of a lease deleted before the key's watch
 // opened (its snapshot, "absent", cannot correct it, and no later event comes: sim chaos 15393),
 // so the lease is read again first; an absent read drops the entry (the claim's create is the
-// fence if that read was stale too).
+// fence if that read was stale too). The record read that calls the lease an orphan must be the
+// record's present too (record_still_current).
 void Worker::remove_if_orphan(const std::string& id, const LeaseTable::Entry& lease,
                               TimePoint now) {
   auto [it, fresh] = orphan_watch_.try_emplace(id, OrphanWatch{lease.rev, now});
@@ -81,12 +82,27 @@ void Worker::remove_if_orphan(const std::string& id, const LeaseTable::Entry& le
   auto cur = ctx_.store.get(skey);
   if (!cur) return;
   if (!core::lease_is_orphan(lease.rec, core::decode_split(skey, cur->value))) return;
+  if (!record_still_current(skey, *cur)) return;
   const core::LeaseRecord l = lease.rec;
   if (liveness_.erase_lease_at(id, lease.rev)) {
     log().warn(
         "etlc: {}: removed the orphan lease of split '{}' (owner '{}', epoch {}): the split "
         "record does not name it",
         ctx_.instance, id, l.owner, l.epoch);
+  }
+}
+
+// Whether `read` is still the record's present, proved by a no-op CAS at its revision. A read
+// taken while the lease owner's claim CAS was in flight (or a stale one) does not name the owner,
+// yet the claim lands: its lease would be removed under a live holder (issue 39). The no-op CAS
+// fails if anything landed since, and makes a claim CAS still in flight fail after it. An
+// unknown outcome proves nothing: look again later.
+bool Worker::record_still_current(const std::string& key, const Entry& read) {
+  try {
+    return ctx_.store.update(key, read.value, read.revision).ok;
+  } catch (const StoreError& e) {
+    if (e.code() != StoreErrc::unknown_outcome) throw;
+    return false;
   }
 }
 
@@ -246,18 +262,27 @@ std::optional<Revision> Worker::take_lease(const std::string& id, std::uint64_t 
 }
 
 // Nothing can process a split whose descriptor is lost: park it with a reason that names the
-// record and the repair (the leader's repair re-plan requeues it, healing.cpp).
+// record and the repair (the leader's repair re-plan requeues it, healing.cpp). If the record
+// moved before the park landed, the erase that proved the damage current has left the spec
+// absent: that absence is our own write, not a stale read, so the next pass (which reads the
+// record again) parks at once instead of waiting two leases for it (issue 39).
 void Worker::park(const std::string& id, const core::SplitRecord& rec, Revision rev,
                   const SpecProblem& problem, Revision lease_rev) {
+  bool erased_unparked = false;
   if (spec_damage_current(id, problem)) {
     const core::SplitRecord parked = core::park_for_spec(rec, problem.what);
     if (ctx_.store.update(core::split_key(id), core::encode(parked), rev).ok) {
       log().error("etlc: {}: parked split '{}': {}", ctx_.instance, id, *parked.last_error);
       ctx_.metrics.quarantined_split();
+    } else {
+      erased_unparked = problem.unreadable_rev != 0;
     }
   }
   ctx_.store.erase(core::lease_key(id), lease_rev);  // on failure the orphan sweep retries it
   spec_absent_since_.erase(id);
+  if (erased_unparked) {
+    spec_absent_since_.emplace(id, ctx_.clock.now() - 2 * ctx_.config.lease_duration);
+  }
 }
 
 // A read of an unreadable spec may be stale: the leader may have rewritten it and requeued the

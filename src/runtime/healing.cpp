@@ -360,14 +360,7 @@ void Leadership::repair_seeded(const PlannedSplit& s) {
   if (!rewrite_spec(s, parked)) return;
   const std::string key = core::split_key(id);
   if (parked) {
-    if (!plan_settled()) return;
-    core::SplitRecord next = view->second.rec;
-    next.status = core::SplitStatus::runnable;
-    const WriteResult r = ctx_.store.update(key, core::encode(next), view->second.rev);
-    if (!r.ok) return;
-    log().warn("etlc: {}: requeued split '{}' after rewriting its spec", ctx_.instance, id);
-    leader_views_.put_split(id, std::move(next), r.revision);
-    assignment_dirty_ = true;
+    if (plan_settled()) send_requeue(id, view->second);
     return;
   }
   // The spec is there now: rebuild from it as healing does, with the cuts made from the split
@@ -415,6 +408,49 @@ bool Leadership::plan_settled() {
   plan_in_doubt_.reset();  // landed or lost to another write, the doubtful one cannot land now
   if (r.ok) views_.set_plan_view(seen, r.revision);
   return r.ok;
+}
+
+// Requeues a parked split at the view's revision (after plan_settled: a requeue lowers the truth
+// the tallies count). True if it landed; an unknown outcome is remembered and thrown.
+bool Leadership::send_requeue(const std::string& id, const SplitView& view) {
+  core::SplitRecord next = view.rec;
+  next.status = core::SplitStatus::runnable;
+  const Revision guarded = view.rev;
+  WriteResult r;
+  try {
+    r = ctx_.store.update(core::split_key(id), core::encode(next), guarded);
+  } catch (const StoreError& e) {
+    if (e.code() == StoreErrc::unknown_outcome) requeues_in_doubt_[id] = {guarded, false};
+    throw;
+  }
+  if (!r.ok) return false;
+  log().warn("etlc: {}: requeued split '{}' after rewriting its spec", ctx_.instance, id);
+  leader_views_.put_split(id, std::move(next), r.revision);
+  assignment_dirty_ = true;
+  return true;
+}
+
+// A requeue lowers the quarantine tally, so one with an unknown outcome must not land after a
+// tally write that still counted the park (the view shows the park until the watch delivers
+// what landed): the plan would count a quarantine the store no longer holds (issue 39). Once the
+// record has moved past the guarded revision it can no longer land; until then the requeue is
+// sent again at that revision, which settles it either way. A CAS that loses means something
+// landed there (the first requeue, or another write): the tallies wait for the watch to show it.
+bool Leadership::requeues_settled() {
+  for (auto it = requeues_in_doubt_.begin(); it != requeues_in_doubt_.end();) {
+    const auto view = leader_views_.splits().find(it->first);
+    if (view == leader_views_.splits().end() || view->second.rev != it->second.guarded) {
+      it = requeues_in_doubt_.erase(it);
+      continue;
+    }
+    if (it->second.moved || !plan_settled()) return false;
+    if (!send_requeue(it->first, view->second)) {  // throws on a new unknown outcome: wait
+      it->second.moved = true;
+      return false;
+    }
+    it = requeues_in_doubt_.erase(it);
+  }
+  return true;
 }
 
 }  // namespace etlc::runtime

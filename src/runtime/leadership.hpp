@@ -111,6 +111,9 @@ class Leadership {
   bool write_plan(const core::PlanRecord& next);
   // False while a plan write with an unknown outcome could still land (healing.cpp).
   bool plan_settled();
+  // False while a requeue with an unknown outcome could still land (healing.cpp).
+  bool requeues_settled();
+  bool send_requeue(const std::string& id, const SplitView& view);
   void update_tallies(TimePoint now);
   void confirm_quarantines();
   // The splits of the job the view counts: every record in it, and the residuals their parents
@@ -200,6 +203,14 @@ class Leadership {
   // The revision a plan write with an unknown outcome was guarded on: it may still land, with the
   // tallies it was sent with, until the record moves past that revision.
   std::optional<Revision> plan_in_doubt_;
+  // Requeues (repair_seeded) with an unknown outcome: split id -> the revision the CAS was guarded
+  // on. Each may still land, lowering the quarantine tally, until the record moves past it
+  // (`moved`: the store is past it, the view not yet).
+  struct RequeueInDoubt {
+    Revision guarded = 0;
+    bool moved = false;
+  };
+  std::map<std::string, RequeueInDoubt> requeues_in_doubt_;
   std::optional<TimePoint> split_view_short_since_;
   // Elected with the standby's warm views: the first tallies wait for confirm_quarantines().
   bool confirm_quarantines_ = false;

@@ -226,7 +226,13 @@ void note_errors(const std::vector<CreateOutcome>& outcomes, std::optional<Store
 // the view knows by then.
 void Leadership::seed_slice() {
   SeedJob& job = *seeding_;
-  const std::vector<const PlannedSplit*> slice = next_seed_slice();
+  std::vector<const PlannedSplit*> slice;
+  try {
+    slice = next_seed_slice();  // a repair re-plan writes there too (repair_seeded)
+  } catch (const StoreError&) {
+    job.next = 0;  // the splits passed since the error would be skipped: rescan them
+    throw;
+  }
   if (slice.empty()) return;
   CreateBatch specs;
   for (const PlannedSplit* s : slice) {
@@ -268,6 +274,7 @@ void Leadership::seed_slice() {
 }
 
 void Leadership::finish_seeding() {
+  if (!requeues_settled()) return;  // its plan write carries the tallies; the next step retries
   SeedJob job = std::move(*seeding_);
   seeding_.reset();
   // One computation over the whole plan once seeded, whatever the slices skipped (publish.cpp).
@@ -455,6 +462,7 @@ void Leadership::update_tallies(TimePoint now) {
   if (next == plan) return;
   const bool verdict_changed = next.verdict != plan.verdict;
   if (!verdict_changed && now - last_tally_write_ < kTallyInterval) return;
+  if (!requeues_settled()) return;
   if (write_plan(next)) last_tally_write_ = now;
 }
 

@@ -83,6 +83,7 @@ class Worker {
   bool lease_allows_claim(const std::string& id, TimePoint now);
   void remove_if_orphan(const std::string& id, const LeaseTable::Entry& lease, TimePoint now);
   bool lease_still_there(const std::string& id, const LeaseTable::Entry& lease);
+  bool record_still_current(const std::string& key, const Entry& read);
   std::optional<Revision> take_lease(const std::string& id, std::uint64_t epoch);
   void park(const std::string& id, const core::SplitRecord& rec, Revision rev,
             const SpecProblem& problem, Revision lease_rev);

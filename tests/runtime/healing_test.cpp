@@ -6,6 +6,7 @@
 
 #include "core/repair_rules.hpp"
 #include "runtime/fleet.hpp"
+#include "runtime/scripted_store.hpp"
 
 namespace etlc::testing {
 namespace {
@@ -270,6 +271,127 @@ TEST_P(SpecDamage, the_split_is_parked_then_a_repair_replan_rewrites_the_spec_an
 
 INSTANTIATE_TEST_SUITE_P(BadValues, SpecDamage, ::testing::Range<std::size_t>(0, 4),
                          [](const auto& p) { return bad_values()[p.param].name; });
+
+std::size_t quarantined_in_store(Fleet& fleet) {
+  std::size_t n = 0;
+  for (const Entry& e : fleet.mem->list(core::kSplitPrefix)) {
+    try {
+      n += core::decode_split(e.key, e.value).status == core::SplitStatus::quarantined;
+    } catch (const core::RecordError&) {
+    }
+  }
+  return n;
+}
+
+// Issue 39: a requeue whose CAS has an unknown outcome. It landed, the leader's split view still
+// showed the park (its watch was behind), and the repair re-plan's plan write counted a
+// quarantine the store no longer held (the simulator's invariant 4: tallies never exceed the
+// store's counts). The requeue is now settled before the next tally write.
+TEST(SpecDamage, a_requeue_of_unknown_outcome_is_settled_before_the_tallies_are_written) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(4, 10));
+  Fleet fleet(planner);
+  std::map<std::string, std::shared_ptr<ScriptedStore>> scripts;
+  fleet.wrap_store = [&](const std::string& id, std::shared_ptr<KvStore> inner) {
+    auto s = std::make_shared<ScriptedStore>(std::move(inner));
+    scripts[id] = s;
+    return s;
+  };
+  const Victim victim = converge_two(fleet);
+  ASSERT_FALSE(victim.split.empty());
+  const std::string split = victim.split;
+  const std::string key = core::split_key(split);
+  Node& leader = fleet.node(fleet.leader_id());
+  fleet.crash(victim.id);  // the leader claims its splits again, and parks this one
+  overwrite(fleet, core::spec_key(split), "{not json");
+  ASSERT_TRUE(fleet.run_until([&] {
+    const auto plan = readable_plan(fleet);
+    return plan && plan->quarantined == 1;  // the leader's view holds the park
+  }));
+  // From now on the leader's watches are behind, and its requeue lands with its answer lost.
+  leader.store->hold_watch_events(true);
+  ScriptedStore::Rule requeue =
+      ScriptedStore::on(OpKind::update, key, ScriptedStore::Fault::unknown_applied);
+  requeue.matches = [&](std::string_view v) {
+    return core::decode_split(key, v).status == core::SplitStatus::runnable;
+  };
+  scripts.at(leader.id)->arm(requeue);
+  // Every plan write is checked as it lands (a write older than the requeue may count the park).
+  Revision plan_seen = fleet.mem->get(core::kPlanKey)->revision;
+  std::size_t over_counted = 0;
+  auto check_plan_writes = [&] {
+    const auto e = fleet.mem->get(core::kPlanKey);
+    if (!e || e->revision == plan_seen) return;
+    plan_seen = e->revision;
+    if (core::decode_plan(core::kPlanKey, e->value).quarantined > quarantined_in_store(fleet)) {
+      ++over_counted;
+    }
+  };
+  ASSERT_TRUE(fleet.run_until(
+      [&] {
+        check_plan_writes();
+        return scripts.at(leader.id)->fired() == 1 && quarantined_in_store(fleet) == 0;
+      },
+      60s))
+      << "the requeue never came";
+  fleet.run_until(  // the repair re-plan goes on with the leader's watches behind
+      [&] {
+        check_plan_writes();
+        return false;
+      },
+      5s);
+  EXPECT_EQ(over_counted, 0u) << "a plan write counted the requeued split as quarantined";
+  leader.store->hold_watch_events(false);
+  ASSERT_TRUE(runs_to_completion(fleet));
+  EXPECT_EQ(fatals(fleet), 0u);
+}
+
+// Issue 39 (bug 25's erase): the claimer proves a spec's damage current by erasing it, then parks
+// the split by CAS. When the record moved in between (an operator's write here), the park failed
+// and the spec was gone: the next claim found it missing and waited two leases before parking.
+// The absence is the claimer's own erase, so the next pass parks at once.
+TEST(SpecDamage, a_park_that_loses_after_its_erase_parks_on_the_next_pass) {
+  auto planner = std::make_shared<TestPlanner>(make_splits(4, 10));
+  Fleet fleet(planner);
+  std::map<std::string, std::shared_ptr<ScriptedStore>> scripts;
+  fleet.wrap_store = [&](const std::string& id, std::shared_ptr<KvStore> inner) {
+    auto s = std::make_shared<ScriptedStore>(std::move(inner));
+    scripts[id] = s;
+    return s;
+  };
+  const Victim victim = converge_two(fleet);
+  ASSERT_FALSE(victim.split.empty());
+  const std::string split = victim.split;
+  const std::string key = core::split_key(split);
+  const std::string survivor = fleet.leader_id();
+  ScriptedStore::Rule park = ScriptedStore::on(OpKind::update, key, ScriptedStore::Fault::before);
+  park.matches = [&](std::string_view v) {
+    return core::parked_for_spec(core::decode_split(key, v));
+  };
+  park.before = [&] {  // an operator's write lands first: the park's CAS loses
+    const auto cur = fleet.mem->get(key);
+    core::SplitRecord r = core::decode_split(key, cur->value);
+    r.last_error = "looked at by an operator";
+    ASSERT_TRUE(fleet.mem->update(key, core::encode(r), cur->revision).ok);
+  };
+  scripts.at(survivor)->arm(park);
+  fleet.crash(victim.id);  // the survivor claims its splits again, and finds this spec damaged
+  overwrite(fleet, core::spec_key(split), "{not json");
+  ASSERT_TRUE(fleet.run_until([&] { return scripts.at(survivor)->fired() == 1; }));
+  ASSERT_FALSE(fleet.mem->get(core::spec_key(split))) << "the damage was not erased";
+  ASSERT_FALSE(core::parked_for_spec(fleet.split_record(split)))
+      << "the park landed over the operator's write";
+  const auto lost_at = fleet.clock.now();
+  ASSERT_TRUE(fleet.run_until(
+      [&] {
+        const auto r = readable_split(fleet, split);
+        return r && core::parked_for_spec(*r);
+      },
+      30s));
+  EXPECT_LT(fleet.clock.now() - lost_at, Fleet::default_config(survivor).lease_duration)
+      << "the claimer waited leases for an absence it made itself";
+  ASSERT_TRUE(runs_to_completion(fleet));  // the repair re-plan writes the spec and requeues it
+  EXPECT_EQ(fatals(fleet), 0u);
+}
 
 // Serves a member's next `reads` point reads of one key from an older entry, as a lagging
 // replica would (stale reads are outside the store contract; the runtime must not trust them).

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/fleet.hpp"
+#include "runtime/scripted_store.hpp"
 
 namespace etlc::testing {
 namespace {
@@ -528,6 +529,51 @@ TEST(Ownership, a_deleted_split_record_is_retryable_until_seen_absent_three_time
   EXPECT_EQ(a.coord->commit(split, SplitProgress{3, "x"}).status, CommitStatus::fenced);
   EXPECT_FALSE(fleet.mem->get(core::split_key(split)));  // nothing recreated it
   EXPECT_EQ(a.count<Fatal>(), 0u);
+}
+
+// Issue 39: the orphan decision rested on one record read. A claimer waiting on a live holder's
+// lease reads the record after a lease; a read that does not name the holder (stale, or taken
+// while the holder's claim CAS was in flight) removed the holder's lease under it. The read must
+// be the record's present: a no-op CAS at its revision proves it, and this read fails it.
+TEST(Ownership, a_live_holders_lease_survives_a_record_read_that_does_not_name_it) {
+  Fleet fleet(std::make_shared<TestPlanner>(make_splits(2, 10)));
+  std::map<std::string, std::shared_ptr<ScriptedStore>> scripts;
+  fleet.wrap_store = [&](const std::string& id, std::shared_ptr<KvStore> inner) {
+    auto s = std::make_shared<ScriptedStore>(std::move(inner));
+    scripts[id] = s;
+    return s;
+  };
+  Node& a = fleet.add("a", [](CoordinatorConfig& c) {
+    c.rebalance_delay = 0ms;
+    c.drain_deadline = 60s;  // its drain outlasts the test: the lease stays live and unchanged
+  });
+  ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && a.held().size() == 2; }));
+  a.policy.wedge = true;
+  fleet.add("b", [](CoordinatorConfig& c) { c.rebalance_delay = 0ms; });
+  ASSERT_TRUE(fleet.run_until([&] { return a.count<RevokeRequested>() > 0; }));
+  const std::string split = a.all<RevokeRequested>().front().split_id;
+  const std::string key = core::split_key(split);
+  const auto lease_before = fleet.mem->get(core::lease_key(split));
+  ASSERT_TRUE(lease_before.has_value());
+
+  // b's next read of the record answers the record as it was before a's claim landed.
+  const auto cur = fleet.mem->get(key);
+  ASSERT_TRUE(cur.has_value());
+  core::SplitRecord unclaimed = core::decode_split(key, cur->value);
+  unclaimed.owner.reset();
+  unclaimed.owner_nonce.reset();
+  ScriptedStore::Rule stale = ScriptedStore::on(OpKind::get, key, ScriptedStore::Fault::stale);
+  stale.entry = Entry{key, core::encode(unclaimed), cur->revision - 1};
+  scripts.at("b")->arm(stale);
+
+  fleet.run_for(3 * Fleet::default_config("b").lease_duration);
+  ASSERT_EQ(scripts.at("b")->fired(), 1) << "b never judged the lease";
+  const auto lease_after = fleet.mem->get(core::lease_key(split));
+  ASSERT_TRUE(lease_after.has_value()) << "the live holder's lease was removed as an orphan";
+  EXPECT_EQ(lease_after->revision, lease_before->revision);
+  EXPECT_EQ(a.held().count(split), 1u);
+  EXPECT_EQ(a.count<SplitLost>(), 0u);
+  EXPECT_EQ(fleet.split_record(split).owner, "a");
 }
 
 }  // namespace

@@ -242,6 +242,12 @@ void History::check_split_write(OpKind kind, const std::string& id, std::string_
     return;
   }
   core::SplitRecord next = core::decode_split(key, value);
+  // An identical rewrite (a no-op CAS: it proves a read current and fails any write still in
+  // flight at the revision read) moves neither ownership nor progress: anyone may send it.
+  if (kind == OpKind::update && t.exists && !t.damaged && next == t.rec) {
+    t.rev = rev;
+    return;
+  }
   if (check_repair(t, kind, next, w) || check_child_write(t, kind, &next, w)) {
     t.max_epoch = std::max(t.max_epoch, next.epoch);
     t.exists = true;
