@@ -547,7 +547,16 @@ TEST(Ownership, a_live_holders_lease_survives_a_record_read_that_does_not_name_i
     c.rebalance_delay = 0ms;
     c.drain_deadline = 60s;  // its drain outlasts the test: the lease stays live and unchanged
   });
+  // The record each claim CAS of a's was sent on: what a read taken while it was in flight saw.
+  std::map<std::string, Entry> before_claim;
+  for (const std::string id : {"s000", "s001"}) {
+    const std::string k = core::split_key(id);
+    ScriptedStore::Rule r = ScriptedStore::on(OpKind::update, k, ScriptedStore::Fault::before);
+    r.before = [&before_claim, &fleet, k] { before_claim.emplace(k, *fleet.mem->get(k)); };
+    scripts.at("a")->arm(r);
+  }
   ASSERT_TRUE(fleet.run_until([&] { return fleet.converged() && a.held().size() == 2; }));
+  ASSERT_EQ(before_claim.size(), 2u);
   a.policy.wedge = true;
   fleet.add("b", [](CoordinatorConfig& c) { c.rebalance_delay = 0ms; });
   ASSERT_TRUE(fleet.run_until([&] { return a.count<RevokeRequested>() > 0; }));
@@ -556,18 +565,15 @@ TEST(Ownership, a_live_holders_lease_survives_a_record_read_that_does_not_name_i
   const auto lease_before = fleet.mem->get(core::lease_key(split));
   ASSERT_TRUE(lease_before.has_value());
 
-  // b's next read of the record answers the record as it was before a's claim landed.
-  const auto cur = fleet.mem->get(key);
-  ASSERT_TRUE(cur.has_value());
-  core::SplitRecord unclaimed = core::decode_split(key, cur->value);
-  unclaimed.owner.reset();
-  unclaimed.owner_nonce.reset();
+  // b's next read of the record answers what it was while a's claim CAS was in flight.
+  ASSERT_FALSE(core::decode_split(key, before_claim.at(key).value).owner.has_value());
   ScriptedStore::Rule stale = ScriptedStore::on(OpKind::get, key, ScriptedStore::Fault::stale);
-  stale.entry = Entry{key, core::encode(unclaimed), cur->revision - 1};
+  stale.entry = before_claim.at(key);
+  const int fired_before = scripts.at("b")->fired();
   scripts.at("b")->arm(stale);
 
   fleet.run_for(3 * Fleet::default_config("b").lease_duration);
-  ASSERT_EQ(scripts.at("b")->fired(), 1) << "b never judged the lease";
+  ASSERT_EQ(scripts.at("b")->fired(), fired_before + 1) << "b never judged the lease";
   const auto lease_after = fleet.mem->get(core::lease_key(split));
   ASSERT_TRUE(lease_after.has_value()) << "the live holder's lease was removed as an orphan";
   EXPECT_EQ(lease_after->revision, lease_before->revision);
