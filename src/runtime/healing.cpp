@@ -358,7 +358,6 @@ void Leadership::repair_seeded(const PlannedSplit& s) {
       view == leader_views_.splits().end() && d != damage.end() && !d->second.last;
   if (!parked && !no_memory) return;
   if (!rewrite_spec(s, parked)) return;
-  const std::string key = core::split_key(id);
   if (parked) {
     if (plan_settled()) send_requeue(id, view->second);
     return;
