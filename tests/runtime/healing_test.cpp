@@ -290,12 +290,8 @@ std::size_t quarantined_in_store(Fleet& fleet) {
 TEST(SpecDamage, a_requeue_of_unknown_outcome_is_settled_before_the_tallies_are_written) {
   auto planner = std::make_shared<TestPlanner>(make_splits(4, 10));
   Fleet fleet(planner);
-  std::map<std::string, std::shared_ptr<ScriptedStore>> scripts;
-  fleet.wrap_store = [&](const std::string& id, std::shared_ptr<KvStore> inner) {
-    auto s = std::make_shared<ScriptedStore>(std::move(inner));
-    scripts[id] = s;
-    return s;
-  };
+  Scripts scripts;
+  script_members(fleet, scripts);
   const Victim victim = converge_two(fleet);
   ASSERT_FALSE(victim.split.empty());
   const std::string split = victim.split;
@@ -352,12 +348,8 @@ TEST(SpecDamage, a_requeue_of_unknown_outcome_is_settled_before_the_tallies_are_
 TEST(SpecDamage, a_park_that_loses_after_its_erase_parks_on_the_next_pass) {
   auto planner = std::make_shared<TestPlanner>(make_splits(4, 10));
   Fleet fleet(planner);
-  std::map<std::string, std::shared_ptr<ScriptedStore>> scripts;
-  fleet.wrap_store = [&](const std::string& id, std::shared_ptr<KvStore> inner) {
-    auto s = std::make_shared<ScriptedStore>(std::move(inner));
-    scripts[id] = s;
-    return s;
-  };
+  Scripts scripts;
+  script_members(fleet, scripts);
   const Victim victim = converge_two(fleet);
   ASSERT_FALSE(victim.split.empty());
   const std::string split = victim.split;

@@ -12,16 +12,12 @@ namespace {
 // ScriptedStore (scripts[id]).
 struct Lone {
   explicit Lone(Fleet& fleet) {
-    fleet.wrap_store = [&](const std::string& id, std::shared_ptr<KvStore> inner) {
-      auto s = std::make_shared<ScriptedStore>(std::move(inner));
-      scripts[id] = s;
-      return s;
-    };
+    script_members(fleet, scripts);
     a = &fleet.add("a");
     EXPECT_TRUE(fleet.run_until([&] { return fleet.converged() && a->held().size() == 2; }));
   }
   Node* a = nullptr;
-  std::map<std::string, std::shared_ptr<ScriptedStore>> scripts;
+  Scripts scripts;
 };
 
 void rewrite(Fleet& fleet, const std::string& split, const core::SplitRecord& rec) {

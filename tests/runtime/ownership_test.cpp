@@ -537,12 +537,8 @@ TEST(Ownership, a_deleted_split_record_is_retryable_until_seen_absent_three_time
 // be the record's present: a no-op CAS at its revision proves it, and this read fails it.
 TEST(Ownership, a_live_holders_lease_survives_a_record_read_that_does_not_name_it) {
   Fleet fleet(std::make_shared<TestPlanner>(make_splits(2, 10)));
-  std::map<std::string, std::shared_ptr<ScriptedStore>> scripts;
-  fleet.wrap_store = [&](const std::string& id, std::shared_ptr<KvStore> inner) {
-    auto s = std::make_shared<ScriptedStore>(std::move(inner));
-    scripts[id] = s;
-    return s;
-  };
+  Scripts scripts;
+  script_members(fleet, scripts);
   Node& a = fleet.add("a", [](CoordinatorConfig& c) {
     c.rebalance_delay = 0ms;
     c.drain_deadline = 60s;  // its drain outlasts the test: the lease stays live and unchanged

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -117,5 +118,17 @@ class ScriptedStore final : public KvStoreWrapper {
   std::vector<Rule> rules_;
   int fired_ = 0;
 };
+
+// Puts the store of every member `fleet` adds from now on behind a ScriptedStore of its own,
+// found in `scripts` by member id (which must outlive the fleet's adds).
+using Scripts = std::map<std::string, std::shared_ptr<ScriptedStore>>;
+template <class Fleet>
+void script_members(Fleet& fleet, Scripts& scripts) {
+  fleet.wrap_store = [&scripts](const std::string& id, std::shared_ptr<KvStore> inner) {
+    auto s = std::make_shared<ScriptedStore>(std::move(inner));
+    scripts[id] = s;
+    return s;
+  };
+}
 
 }  // namespace etlc::testing
